@@ -1,0 +1,30 @@
+/**
+ * The one list of error codes, shared by the coordinator, its HTTP API, the client and the guarded store.
+ * Every error body on the wire is `{ "error": { "code": ErrorCode, "message": string } }`.
+ */
+export const ErrorCode = {
+  /** The request or the options were malformed; the message says what is allowed. */
+  INVALID_REQUEST: 'INVALID_REQUEST',
+  /** No valid API key was presented. */
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  /** The lease was not granted within the wait: somebody else holds it. */
+  LOCKED: 'LOCKED',
+  /** A majority of the Redis nodes could not be reached (or refused to vote). */
+  QUORUM_UNAVAILABLE: 'QUORUM_UNAVAILABLE',
+  /** The lease was held and has been lost (expired or taken over): had it and lost it. */
+  LEASE_LOST: 'LEASE_LOST',
+  /** A guarded write carried a token below the resource's fence (or equal, from another lease). */
+  STALE_TOKEN: 'STALE_TOKEN',
+  /** A guarded write carried no fencing token. */
+  MISSING_TOKEN: 'MISSING_TOKEN',
+  /** Anything unexpected; the details stay in the server log. */
+  INTERNAL: 'INTERNAL',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export const ERROR_CODES: readonly ErrorCode[] = Object.freeze(Object.values(ErrorCode));
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && (ERROR_CODES as readonly string[]).includes(value);
+}

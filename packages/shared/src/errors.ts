@@ -1,0 +1,101 @@
+import { ErrorCode } from './error-codes.js';
+
+/** Base class of every error the fenced packages throw on purpose. `code` is stable; `message` is for people. */
+export class FencedError extends Error {
+  override readonly name: string = 'FencedError';
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+
+  /** The wire form of DESIGN §5. Never contains lease ids or internals beyond the message. */
+  toJSON(): { error: { code: ErrorCode; message: string } } {
+    return { error: { code: this.code, message: this.message } };
+  }
+}
+
+/** Bad arguments, options, environment, headers or bodies. The message names what was wrong and what is allowed. */
+export class InvalidRequestError extends FencedError {
+  override readonly name = 'InvalidRequestError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.INVALID_REQUEST, message, options);
+  }
+}
+
+export class UnauthorizedError extends FencedError {
+  override readonly name = 'UnauthorizedError';
+  constructor(message = 'a valid API key is required (Authorization: Bearer <key>)') {
+    super(ErrorCode.UNAUTHORIZED, message);
+  }
+}
+
+/** The lease was never granted: another holder kept it for the whole wait. */
+export class LockedError extends FencedError {
+  override readonly name = 'LockedError';
+  constructor(
+    readonly resource: string,
+    message = `resource is locked by another holder`,
+  ) {
+    super(ErrorCode.LOCKED, message);
+  }
+}
+
+/** No majority of nodes answered (or enough refused to vote) to decide. */
+export class QuorumUnavailableError extends FencedError {
+  override readonly name = 'QuorumUnavailableError';
+  constructor(
+    message: string,
+    /** Per-node reasons, in node order, for diagnosis. */
+    readonly nodeErrors: readonly (string | null)[] = [],
+    options?: { cause?: unknown },
+  ) {
+    super(ErrorCode.QUORUM_UNAVAILABLE, message, options);
+  }
+}
+
+/** The lease was held and is now lost (expired, or taken over). Distinct from never getting it. */
+export class LeaseLostError extends FencedError {
+  override readonly name = 'LeaseLostError';
+  constructor(
+    readonly resource: string,
+    message = 'the lease was lost: it expired or another holder took the resource',
+    options?: { cause?: unknown },
+  ) {
+    super(ErrorCode.LEASE_LOST, message, options);
+  }
+}
+
+/** A guarded write was fenced off: its token is below the fence (or equal, from another lease). */
+export class StaleTokenError extends FencedError {
+  override readonly name = 'StaleTokenError';
+  constructor(
+    readonly resource: string,
+    readonly presented: bigint,
+    readonly current: bigint,
+  ) {
+    super(
+      ErrorCode.STALE_TOKEN,
+      `stale fencing token for resource: presented ${presented}, the fence is at ${current}`,
+    );
+  }
+}
+
+export class MissingTokenError extends FencedError {
+  override readonly name = 'MissingTokenError';
+  constructor(message = 'a guarded write needs a Fencing-Token header (a decimal token from 1 to 2^63-1)') {
+    super(ErrorCode.MISSING_TOKEN, message);
+  }
+}
+
+export class InternalError extends FencedError {
+  override readonly name = 'InternalError';
+  constructor(message = 'internal error', options?: { cause?: unknown }) {
+    super(ErrorCode.INTERNAL, message, options);
+  }
+}
+
+export function isFencedError(value: unknown): value is FencedError {
+  return value instanceof FencedError;
+}

@@ -1,0 +1,23 @@
+export { ErrorCode, ERROR_CODES, isErrorCode } from './error-codes.js';
+export {
+  FencedError,
+  InvalidRequestError,
+  UnauthorizedError,
+  LockedError,
+  QuorumUnavailableError,
+  LeaseLostError,
+  StaleTokenError,
+  MissingTokenError,
+  InternalError,
+  isFencedError,
+} from './errors.js';
+export { MIN_TOKEN, MAX_TOKEN, FENCING_TOKEN_HEADER, parseToken, assertToken, formatToken } from './token.js';
+export { MAX_RESOURCE_BYTES, validateResourceName } from './resource.js';
+export type {
+  FencedLease,
+  AcquireRequestBody,
+  ExtendRequestBody,
+  LeaseResponseBody,
+  LockStatusBody,
+  ErrorBody,
+} from './lease.js';

@@ -1,0 +1,43 @@
+/**
+ * What the guard needs to know about a lease: structural, so a coordinator `Lease`, an HTTP client lease or
+ * a plain object all fit.
+ */
+export interface FencedLease {
+  readonly resource: string;
+  /** The lease id: the capability to extend or release. Never log it. */
+  readonly id: string;
+  /** The fencing token: unique per grant and larger than every grant that completed before this one began. */
+  readonly token: bigint;
+}
+
+/** Body of `POST /v1/locks/{resource}/leases` and of the extend call. */
+export interface AcquireRequestBody {
+  ttlMs: number;
+  waitMs?: number;
+}
+
+export interface ExtendRequestBody {
+  ttlMs: number;
+}
+
+/** 201 from acquire and 200 from extend. `token` is a decimal string. */
+export interface LeaseResponseBody {
+  resource: string;
+  leaseId: string;
+  token: string;
+  ttlMs: number;
+  validityMs: number;
+  /** ISO-8601 wall-clock estimate of when the lease stops being valid (for people; clients use validityMs). */
+  expiresAt: string;
+}
+
+/** 200 from `GET /v1/locks/{resource}`: never carries a lease id. */
+export interface LockStatusBody {
+  resource: string;
+  held: boolean;
+  token?: string;
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string };
+}

@@ -1,0 +1,40 @@
+import { InvalidRequestError } from './errors.js';
+
+/** Fencing tokens are positive 64-bit signed integers: 1 ..= 2^63 - 1 (they fit Postgres `bigint`). */
+export const MIN_TOKEN = 1n;
+export const MAX_TOKEN = (1n << 63n) - 1n;
+
+/** The HTTP header a guarded write carries its token in. */
+export const FENCING_TOKEN_HEADER = 'Fencing-Token';
+
+const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
+
+/**
+ * Parses a token from its wire form: a decimal string without sign, spaces, leading zeros or exponent.
+ * Tokens are strings on the wire and inside Lua because doubles lose precision above 2^53.
+ * @throws InvalidRequestError naming what is allowed.
+ */
+export function parseToken(text: unknown, what = 'fencing token'): bigint {
+  if (typeof text !== 'string' || !DECIMAL.test(text)) {
+    throw new InvalidRequestError(
+      `${what} must be a decimal integer from ${MIN_TOKEN} to ${MAX_TOKEN} (no sign, spaces or leading zeros)`,
+    );
+  }
+  const value = BigInt(text);
+  if (value < MIN_TOKEN || value > MAX_TOKEN) {
+    throw new InvalidRequestError(`${what} must be from ${MIN_TOKEN} to ${MAX_TOKEN}, got ${text}`);
+  }
+  return value;
+}
+
+/** Checks a bigint token is in range. */
+export function assertToken(value: unknown, what = 'fencing token'): bigint {
+  if (typeof value !== 'bigint' || value < MIN_TOKEN || value > MAX_TOKEN) {
+    throw new InvalidRequestError(`${what} must be a bigint from ${MIN_TOKEN} to ${MAX_TOKEN}`);
+  }
+  return value;
+}
+
+export function formatToken(token: bigint): string {
+  return assertToken(token).toString(10);
+}

@@ -1,0 +1,38 @@
+import type { ChildProcess } from 'node:child_process';
+
+// Every process the environment starts is registered here and killed by pid when this process exits, so a
+// failing or interrupted test never leaves servers behind. We only ever signal pids we spawned ourselves.
+const owned = new Set<ChildProcess>();
+let hooked = false;
+
+export function own(child: ChildProcess): void {
+  owned.add(child);
+  child.once('exit', () => owned.delete(child));
+  if (!hooked) {
+    hooked = true;
+    const killAll = (): void => {
+      for (const c of owned) {
+        if (c.pid !== undefined && c.exitCode === null && c.signalCode === null) {
+          try {
+            process.kill(c.pid, 'SIGCONT'); // a paused process cannot die of SIGTERM until continued
+            process.kill(c.pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+    };
+    process.once('exit', killAll);
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        killAll();
+        process.exit(130);
+      });
+    }
+  }
+}
+
+export function waitForExit(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
