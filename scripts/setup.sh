@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine for fenced: the system tools the tests, demo and benchmarks start for themselves
+# (redis-server, Postgres binaries, a C compiler for the clock shim), then the npm dependencies from the
+# lockfile. Safe to run again; installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_node_major=20
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt "$need_node_major" ]; then
+  echo "fenced needs Node >= 20.19 (found $(node --version))" >&2
+  exit 1
+fi
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing system packages: ${missing[*]} (run this script as root, or install them)" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -f package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  npm install --no-audit --no-fund --loglevel=error
+fi
+echo "fenced: setup done"
