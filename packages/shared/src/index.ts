@@ -11,7 +11,16 @@ export {
   InternalError,
   isFencedError,
 } from './errors.js';
-export { MIN_TOKEN, MAX_TOKEN, FENCING_TOKEN_HEADER, parseToken, assertToken, formatToken } from './token.js';
+export {
+  MIN_TOKEN,
+  MAX_TOKEN,
+  FENCING_TOKEN_HEADER,
+  FENCING_LEASE_ID_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
+  parseToken,
+  assertToken,
+  formatToken,
+} from './token.js';
 export { MAX_RESOURCE_BYTES, validateResourceName } from './resource.js';
 export type {
   FencedLease,

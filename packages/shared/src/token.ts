@@ -7,6 +7,16 @@ export const MAX_TOKEN = (1n << 63n) - 1n;
 /** The HTTP header a guarded write carries its token in. */
 export const FENCING_TOKEN_HEADER = 'Fencing-Token';
 
+/**
+ * The optional HTTP header naming the lease a guarded write belongs to. With it, one lease may write more than
+ * once with its token (an equal token is accepted only from the same lease). The guard compares it and stores
+ * only a digest, so a client may send any stable per-lease value (for example a digest of its lease id).
+ */
+export const FENCING_LEASE_ID_HEADER = 'Fencing-Lease-Id';
+
+/** The optional HTTP header carrying a guarded write's operation id: retries with the same key take effect once (G5). */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+
 const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
 
 /**
