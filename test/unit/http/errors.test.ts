@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ERROR_CODES,
+  FencedError,
+  InternalError,
+  InvalidRequestError,
+  LeaseLostError,
+  LockedError,
+  QuorumUnavailableError,
+} from '@fenced/shared';
+import { HTTP_STATUS_BY_CODE, toErrorResponse } from '../../../packages/coordinator/src/http/errors.js';
+
+describe('the error code → HTTP status table', () => {
+  it('maps every shared error code to the status of DESIGN §5', () => {
+    expect(Object.keys(HTTP_STATUS_BY_CODE).sort()).toEqual([...ERROR_CODES].sort());
+    expect(HTTP_STATUS_BY_CODE).toEqual({
+      INVALID_REQUEST: 400,
+      UNAUTHORIZED: 401,
+      LOCKED: 409,
+      LEASE_LOST: 409,
+      STALE_TOKEN: 409,
+      MISSING_TOKEN: 428,
+      QUORUM_UNAVAILABLE: 503,
+      INTERNAL: 500,
+    });
+  });
+
+  it.each(ERROR_CODES.map((code) => [code]))('answers a FencedError with code %s by its row', (code) => {
+    const response = toErrorResponse(new FencedError(code, 'because'));
+    expect(response.status).toBe(HTTP_STATUS_BY_CODE[code]);
+    expect(response.body.error.code).toBe(code);
+  });
+
+  it('keeps the message of errors written for callers', () => {
+    expect(toErrorResponse(new LockedError('r', 'resource is locked')).body).toEqual({
+      error: { code: 'LOCKED', message: 'resource is locked' },
+    });
+    expect(toErrorResponse(new LeaseLostError('r')).status).toBe(409);
+    expect(toErrorResponse(new QuorumUnavailableError('2 of 5 nodes answered')).status).toBe(503);
+    expect(toErrorResponse(new InvalidRequestError('ttlMs must be ...')).expected).toBe(true);
+  });
+
+  it('turns unknown errors into 500 INTERNAL without their internals', () => {
+    const secret = new Error('ERR connection to 10.0.0.7:6379 failed, lease abc123 args');
+    const response = toErrorResponse(secret);
+    expect(response).toEqual({
+      status: 500,
+      body: { error: { code: 'INTERNAL', message: 'internal error' } },
+      expected: false,
+    });
+    expect(JSON.stringify(toErrorResponse('a string').body)).not.toContain('string');
+    expect(toErrorResponse(new InternalError('redis said x at 10.0.0.7')).body.error.message).toBe(
+      'internal error',
+    );
+  });
+
+  it('turns body-parser and router errors into 400 INVALID_REQUEST with messages of its own', () => {
+    const parse = Object.assign(new SyntaxError('Unexpected token } in JSON at position 7: {"leaseId":'), {
+      status: 400,
+      type: 'entity.parse.failed',
+    });
+    expect(toErrorResponse(parse)).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'INVALID_REQUEST',
+          message: 'request body is not valid JSON (a JSON object is expected)',
+        },
+      },
+      expected: true,
+    });
+    const large = Object.assign(new Error('request entity too large'), {
+      status: 413,
+      type: 'entity.too.large',
+      limit: 16384,
+    });
+    expect(toErrorResponse(large).status).toBe(400);
+    expect(toErrorResponse(large).body.error.message).toContain('16384 bytes');
+    const decode = Object.assign(new URIError("Failed to decode param 'secret-lease-%E0%A4%A'"), {
+      status: 400,
+    });
+    expect(toErrorResponse(decode).body.error.message).not.toContain('secret');
+    expect(
+      toErrorResponse(Object.assign(new Error('x'), { status: 415, type: 'charset.unsupported' })).status,
+    ).toBe(400);
+  });
+
+  it('does not take a 5xx status on an unknown error as a client error', () => {
+    expect(toErrorResponse(Object.assign(new Error('x'), { status: 502 })).status).toBe(500);
+  });
+});
