@@ -1,0 +1,194 @@
+import { InvalidRequestError } from '@fenced/shared';
+import { z } from 'zod';
+import { DEFAULT_APP_OPTIONS, type HealthAuth } from './http/app.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The coordinator service's process configuration, read once from the environment at start-up. */
+export interface ServiceConfig {
+  /** `FENCED_REDIS_URLS`: the Redis masters, in node order. */
+  readonly redisUrls: readonly string[];
+  /** `FENCED_HOST`: interface to listen on. */
+  readonly host: string;
+  /** `FENCED_PORT`, else `PORT`: 0 picks a free port. */
+  readonly port: number;
+  /** `FENCED_API_KEYS`: comma-separated bearer keys; none means authentication is off. */
+  readonly apiKeys: readonly string[];
+  /** `FENCED_HEALTH_AUTH`: whether /healthz, /readyz and /metrics need a key. */
+  readonly healthAuth: HealthAuth;
+  /** `FENCED_MIN_TTL_MS`. */
+  readonly minTtlMs: number;
+  /** `FENCED_MAX_TTL_MS`: also the coordinator's `maxTtlMs` (the restart sit-out). */
+  readonly maxTtlMs: number;
+  /** `FENCED_MAX_WAIT_MS`. */
+  readonly maxWaitMs: number;
+  /** `FENCED_BODY_LIMIT_BYTES`. */
+  readonly bodyLimitBytes: number;
+  /** `FENCED_UNSAFE_ALLOW_UNSAFE_NODES`: skip the Redis persistence checks (development only). */
+  readonly unsafeAllowUnsafeNodes: boolean;
+  /** `FENCED_KEY_PREFIX`: the coordinator's key prefix, when set. */
+  readonly keyPrefix: string | undefined;
+  /** `FENCED_NODE_TIMEOUT_MS`: the coordinator's per-node call bound, when set. */
+  readonly nodeTimeoutMs: number | undefined;
+  /** `FENCED_LOG_LEVEL`. */
+  readonly logLevel: (typeof LOG_LEVELS)[number];
+  /** `FENCED_SHUTDOWN_GRACE_MS`: how long in-flight requests may finish after SIGTERM/SIGINT. */
+  readonly shutdownGraceMs: number;
+}
+
+/** Defaults of the optional variables. */
+export const DEFAULT_SERVICE_CONFIG = Object.freeze({
+  host: '127.0.0.1',
+  port: 8080,
+  apiKeys: [],
+  healthAuth: DEFAULT_APP_OPTIONS.healthAuth,
+  minTtlMs: DEFAULT_APP_OPTIONS.minTtlMs,
+  maxTtlMs: DEFAULT_APP_OPTIONS.maxTtlMs,
+  maxWaitMs: DEFAULT_APP_OPTIONS.maxWaitMs,
+  bodyLimitBytes: DEFAULT_APP_OPTIONS.bodyLimitBytes,
+  unsafeAllowUnsafeNodes: false,
+  logLevel: 'info',
+  shutdownGraceMs: 10_000,
+} as const satisfies Partial<ServiceConfig>);
+
+/** Unset and empty mean the same: compose files and shells often export empty variables. */
+const optional = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+function integer(min: number, max: number) {
+  return optional.pipe(
+    z
+      .string()
+      .regex(/^[0-9]+$/, { error: `must be an integer from ${min} to ${max}` })
+      .transform(Number)
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(min, { error: `must be an integer from ${min} to ${max}` })
+          .max(max, { error: `must be an integer from ${min} to ${max}` }),
+      )
+      .optional(),
+  );
+}
+
+const redisUrl = z.string().refine(
+  (text) => {
+    try {
+      const url = new URL(text);
+      return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+    } catch {
+      return false;
+    }
+  },
+  { error: 'every entry must be a redis:// or rediss:// URL with a host' },
+);
+
+const ENV_SCHEMA = z.object({
+  FENCED_REDIS_URLS: optional
+    .pipe(z.string({ error: 'is required: comma-separated redis:// URLs of the Redis masters' }))
+    .transform((text) =>
+      text
+        .split(',')
+        .map((u) => u.trim())
+        .filter((u) => u !== ''),
+    )
+    .pipe(
+      z
+        .array(redisUrl)
+        .min(1, { error: 'needs at least one redis:// URL' })
+        .refine((urls) => new Set(urls).size === urls.length, { error: 'must not list a node twice' }),
+    ),
+  FENCED_HOST: optional,
+  FENCED_PORT: integer(0, 65_535),
+  PORT: integer(0, 65_535),
+  FENCED_API_KEYS: optional
+    .transform((text) =>
+      text === undefined
+        ? []
+        : text
+            .split(',')
+            .map((k) => k.trim())
+            .filter((k) => k !== ''),
+    )
+    .pipe(
+      z.array(
+        z.string().regex(/^[\x21-\x7e]{16,512}$/, {
+          error: 'every key must be 16 to 512 visible ASCII characters (keys are separated by commas)',
+        }),
+      ),
+    ),
+  FENCED_HEALTH_AUTH: optional.pipe(
+    z.enum(['public', 'required'], { error: "must be 'public' or 'required'" }).optional(),
+  ),
+  FENCED_MIN_TTL_MS: integer(1, 3_600_000),
+  FENCED_MAX_TTL_MS: integer(1, 86_400_000),
+  FENCED_MAX_WAIT_MS: integer(0, 3_600_000),
+  FENCED_BODY_LIMIT_BYTES: integer(64, 1_048_576),
+  FENCED_UNSAFE_ALLOW_UNSAFE_NODES: optional.pipe(
+    z.enum(['true', 'false', '1', '0'], { error: "must be 'true' or 'false'" }).optional(),
+  ),
+  FENCED_KEY_PREFIX: optional.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, {
+        error: 'must be 1 to 64 letters, digits, dots, dashes or underscores',
+      })
+      .optional(),
+  ),
+  FENCED_NODE_TIMEOUT_MS: integer(1, 60_000),
+  FENCED_LOG_LEVEL: optional.pipe(
+    z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
+  ),
+  FENCED_SHUTDOWN_GRACE_MS: integer(0, 600_000),
+});
+
+/** Variables whose values are secrets or may carry credentials: errors never echo them. */
+const SECRET_VARIABLES = new Set(['FENCED_API_KEYS', 'FENCED_REDIS_URLS']);
+
+/**
+ * Reads the service configuration from an environment (`process.env` in `server.ts`) into a typed, frozen
+ * object.
+ * @throws InvalidRequestError naming every missing or invalid variable and what it allows.
+ */
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): ServiceConfig {
+  const parsed = ENV_SCHEMA.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const variable = String(issue.path[0] ?? 'environment');
+      const got =
+        SECRET_VARIABLES.has(variable) || env[variable] === undefined ? '' : ` (got "${env[variable]}")`;
+      return `${variable} ${issue.message}${got}`;
+    });
+    throw new InvalidRequestError(`invalid configuration: ${[...new Set(problems)].join('; ')}`);
+  }
+  const e = parsed.data;
+  const d = DEFAULT_SERVICE_CONFIG;
+  const config: ServiceConfig = {
+    redisUrls: Object.freeze(e.FENCED_REDIS_URLS),
+    host: e.FENCED_HOST ?? d.host,
+    port: e.FENCED_PORT ?? e.PORT ?? d.port,
+    apiKeys: Object.freeze(e.FENCED_API_KEYS),
+    healthAuth: e.FENCED_HEALTH_AUTH ?? d.healthAuth,
+    minTtlMs: e.FENCED_MIN_TTL_MS ?? d.minTtlMs,
+    maxTtlMs: e.FENCED_MAX_TTL_MS ?? d.maxTtlMs,
+    maxWaitMs: e.FENCED_MAX_WAIT_MS ?? d.maxWaitMs,
+    bodyLimitBytes: e.FENCED_BODY_LIMIT_BYTES ?? d.bodyLimitBytes,
+    unsafeAllowUnsafeNodes:
+      e.FENCED_UNSAFE_ALLOW_UNSAFE_NODES === undefined
+        ? d.unsafeAllowUnsafeNodes
+        : e.FENCED_UNSAFE_ALLOW_UNSAFE_NODES === 'true' || e.FENCED_UNSAFE_ALLOW_UNSAFE_NODES === '1',
+    keyPrefix: e.FENCED_KEY_PREFIX,
+    nodeTimeoutMs: e.FENCED_NODE_TIMEOUT_MS,
+    logLevel: e.FENCED_LOG_LEVEL ?? d.logLevel,
+    shutdownGraceMs: e.FENCED_SHUTDOWN_GRACE_MS ?? d.shutdownGraceMs,
+  };
+  if (config.minTtlMs > config.maxTtlMs) {
+    throw new InvalidRequestError(
+      `invalid configuration: FENCED_MIN_TTL_MS (${config.minTtlMs}) must not exceed FENCED_MAX_TTL_MS (${config.maxTtlMs})`,
+    );
+  }
+  return Object.freeze(config);
+}
