@@ -1,0 +1,396 @@
+import {
+  ErrorCode,
+  InternalError,
+  LeaseLostError,
+  QuorumUnavailableError,
+  isFencedError,
+  parseToken,
+  validateResourceName,
+  type LeaseResponseBody,
+  type LockStatusBody,
+} from '@fenced/shared';
+import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
+import { errorFromResponse } from './response-errors.js';
+
+export interface CoordinatorClientOptions {
+  /** Base URL of the service, e.g. `http://coordinator:8080`. */
+  baseUrl: string | URL;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /**
+   * The fetch implementation.
+   * @defaultValue `globalThis.fetch`
+   */
+  fetch?: typeof fetch;
+  /**
+   * Attempts per call when the service answers 503 (no quorum), and for extend, release and inspect also
+   * when it cannot be reached. More attempts ride out longer outages but delay the caller's error.
+   * @defaultValue 4
+   */
+  maxAttempts?: number;
+  /**
+   * Base of the exponential backoff between attempts; each delay is drawn at random below the bound.
+   * @defaultValue 100
+   */
+  retryBaseDelayMs?: number;
+  /**
+   * Cap of one backoff delay.
+   * @defaultValue 2000
+   */
+  retryMaxDelayMs?: number;
+  /**
+   * Bound of one HTTP request, on top of the `waitMs` of an acquire.
+   * @defaultValue 10000
+   */
+  requestTimeoutMs?: number;
+}
+
+export const DEFAULT_CLIENT_OPTIONS = Object.freeze({
+  maxAttempts: 4,
+  retryBaseDelayMs: 100,
+  retryMaxDelayMs: 2_000,
+  requestTimeoutMs: 10_000,
+} satisfies Required<Omit<CoordinatorClientOptions, 'baseUrl' | 'apiKey' | 'fetch'>>);
+
+export interface AcquireOptions {
+  ttlMs: number;
+  /** How long the server may wait for the lock. @defaultValue 0 */
+  waitMs?: number;
+  /** Aborting it cancels the wait; the server releases a lease granted after the cancellation. */
+  signal?: AbortSignal;
+}
+
+export interface UsingOptions extends AcquireOptions {
+  /**
+   * Extend when this fraction of the validity is left. Smaller leaves fewer extensions but less room for a
+   * slow or retried extend before the lease runs out.
+   * @defaultValue 0.5
+   */
+  extendAtRemainingFraction?: number;
+}
+
+/** Who holds a resource, as a majority of nodes sees it. */
+export interface LockStatus {
+  held: boolean;
+  token?: bigint;
+}
+
+type Retry = 'on-503' | 'on-503-and-network';
+
+/**
+ * Typed client of the coordinator service (DESIGN §5), on the global `fetch`. Errors are the classes of
+ * `@fenced/shared`, chosen by the error body's code; tokens are `bigint`.
+ */
+export class CoordinatorClient {
+  readonly #base: URL;
+  readonly #headers: Record<string, string>;
+  readonly #fetch: typeof fetch;
+  readonly #settings: typeof DEFAULT_CLIENT_OPTIONS;
+  readonly #calls: LeaseCalls;
+
+  constructor(options: CoordinatorClientOptions) {
+    const base = new URL(options.baseUrl);
+    if (!base.pathname.endsWith('/')) base.pathname += '/';
+    this.#base = base;
+    this.#headers = {
+      accept: 'application/json',
+      ...(options.apiKey !== undefined ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    };
+    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#settings = Object.freeze({
+      maxAttempts: Math.max(1, Math.floor(options.maxAttempts ?? DEFAULT_CLIENT_OPTIONS.maxAttempts)),
+      retryBaseDelayMs: options.retryBaseDelayMs ?? DEFAULT_CLIENT_OPTIONS.retryBaseDelayMs,
+      retryMaxDelayMs: options.retryMaxDelayMs ?? DEFAULT_CLIENT_OPTIONS.retryMaxDelayMs,
+      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_CLIENT_OPTIONS.requestTimeoutMs,
+    });
+    this.#calls = {
+      extendById: (resource, id, ttlMs, signal) => this.#extend(resource, id, ttlMs, signal),
+      releaseById: (resource, id) => this.#release(resource, id),
+    };
+  }
+
+  /**
+   * Acquires a lease, letting the server wait up to `waitMs` for it.
+   * @throws LockedError when it was not granted within `waitMs`; QuorumUnavailableError when no majority
+   *   could decide (after the retries); InvalidRequestError, UnauthorizedError.
+   */
+  async acquire(resource: string, options: AcquireOptions): Promise<ClientLease> {
+    validateResourceName(resource);
+    const waitMs = options.waitMs ?? 0;
+    const { status, body, sentAt, receivedAt } = await this.#request({
+      method: 'POST',
+      path: leasesPath(resource),
+      body: { ttlMs: options.ttlMs, waitMs },
+      resource,
+      // A lost reply to an acquire may have granted a lease we cannot name: never resend it blindly (the
+      // server releases it when it notices the disconnect; otherwise it ends at its TTL).
+      retry: 'on-503',
+      timeoutMs: waitMs + this.#settings.requestTimeoutMs,
+      signal: options.signal,
+      expect: 201,
+    });
+    // Validity is counted from the grant. Without a wait the grant came after the request was sent; after a
+    // wait it came shortly before the reply, and counting from the send would throw the wait away.
+    return new ClientLease(this.#calls, toGrant(body, waitMs === 0 ? sentAt : receivedAt, status));
+  }
+
+  /** One attempt without waiting: `null` when somebody else holds the resource. */
+  async tryAcquire(resource: string, options: Omit<AcquireOptions, 'waitMs'>): Promise<ClientLease | null> {
+    try {
+      return await this.acquire(resource, { ...options, waitMs: 0 });
+    } catch (error) {
+      if (isFencedError(error) && error.code === ErrorCode.LOCKED) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Extends a lease (same token).
+   * @throws LeaseLostError when it expired or another holder took the resource.
+   */
+  async extend(lease: ClientLease, ttlMs?: number): Promise<void> {
+    await lease.extend(ttlMs);
+  }
+
+  /** Releases a lease; an expired one is released already, and that is a success. */
+  async release(lease: ClientLease): Promise<void> {
+    await lease.release();
+  }
+
+  /** Whether the resource is held, and by which token. */
+  async inspect(resource: string, options: { signal?: AbortSignal } = {}): Promise<LockStatus> {
+    validateResourceName(resource);
+    const { body } = await this.#request({
+      method: 'GET',
+      path: `v1/locks/${encodeURIComponent(resource)}`,
+      resource,
+      retry: 'on-503-and-network',
+      timeoutMs: this.#settings.requestTimeoutMs,
+      signal: options.signal,
+      expect: 200,
+    });
+    const status = body as Partial<LockStatusBody> | null;
+    if (typeof status?.held !== 'boolean')
+      throw new InternalError('malformed lock status from the coordinator');
+    return status.token === undefined
+      ? { held: status.held }
+      : { held: status.held, token: parseToken(status.token) };
+  }
+
+  /**
+   * Runs `fn` while holding the lease, extending it in the background before it runs out. When an extension
+   * fails for good (the lease was lost, or it ran out while the service was unreachable) the signal handed
+   * to `fn` is aborted with a `LeaseLostError`: stop work then, and keep every write behind the guard. The
+   * lease is always released afterwards; `fn`'s error is what `using` throws, never a release error.
+   */
+  async using<T>(
+    resource: string,
+    options: UsingOptions,
+    fn: (lease: ClientLease, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const lease = await this.acquire(resource, options);
+    const lost = new AbortController();
+    const signal = options.signal ? AbortSignal.any([lost.signal, options.signal]) : lost.signal;
+    const keeper = keepAlive(lease, options.extendAtRemainingFraction ?? 0.5, (reason) => lost.abort(reason));
+    try {
+      return await fn(lease, signal);
+    } finally {
+      await keeper.stop();
+      // A failed release is not reported: the lease ends at its TTL, and hiding fn's outcome behind it would
+      // be worse.
+      await lease.release().catch(() => undefined);
+    }
+  }
+
+  async #extend(resource: string, leaseId: string, ttlMs: number, signal?: AbortSignal): Promise<LeaseGrant> {
+    const { body, sentAt, status } = await this.#request({
+      method: 'POST',
+      path: `${leasePath(resource, leaseId)}/extend`,
+      body: { ttlMs },
+      resource,
+      retry: 'on-503-and-network',
+      timeoutMs: this.#settings.requestTimeoutMs,
+      signal,
+      expect: 200,
+    });
+    return toGrant(body, sentAt, status);
+  }
+
+  async #release(resource: string, leaseId: string): Promise<void> {
+    await this.#request({
+      method: 'DELETE',
+      path: leasePath(resource, leaseId),
+      resource,
+      retry: 'on-503-and-network',
+      timeoutMs: this.#settings.requestTimeoutMs,
+      expect: 204,
+    });
+  }
+
+  async #request(call: {
+    method: 'GET' | 'POST' | 'DELETE';
+    path: string;
+    body?: unknown;
+    resource: string;
+    retry: Retry;
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    expect: number;
+  }): Promise<{ status: number; body: unknown; sentAt: number; receivedAt: number }> {
+    const url = new URL(call.path, this.#base);
+    for (let attempt = 1; ; attempt++) {
+      call.signal?.throwIfAborted();
+      const timeout = AbortSignal.timeout(call.timeoutMs);
+      const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+      const sentAt = performance.now();
+      let response: Response;
+      try {
+        response = await this.#fetch(url, {
+          method: call.method,
+          headers:
+            call.body === undefined
+              ? this.#headers
+              : { ...this.#headers, 'content-type': 'application/json' },
+          ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+          signal,
+        });
+      } catch (error) {
+        if (call.signal?.aborted) throw call.signal.reason;
+        const unreachable = new QuorumUnavailableError(
+          timeout.aborted
+            ? `the coordinator did not answer within ${call.timeoutMs} ms`
+            : 'could not reach the coordinator service',
+          [],
+          { cause: error },
+        );
+        if (call.retry === 'on-503-and-network' && attempt < this.#settings.maxAttempts) {
+          await this.#backoff(attempt, call.signal);
+          continue;
+        }
+        throw unreachable;
+      }
+      const receivedAt = performance.now();
+      const body = await readBody(response);
+      if (response.status === call.expect) return { status: response.status, body, sentAt, receivedAt };
+      const error = errorFromResponse(response.status, body, call.resource);
+      if (error.code === ErrorCode.QUORUM_UNAVAILABLE && attempt < this.#settings.maxAttempts) {
+        await this.#backoff(attempt, call.signal);
+        continue;
+      }
+      throw error;
+    }
+  }
+
+  /** Full jitter: a random delay below an exponentially growing, capped bound. */
+  async #backoff(attempt: number, signal: AbortSignal | undefined): Promise<void> {
+    const bound = Math.min(
+      this.#settings.retryMaxDelayMs,
+      this.#settings.retryBaseDelayMs * 2 ** (attempt - 1),
+    );
+    await sleep(Math.random() * bound, signal);
+  }
+}
+
+function leasesPath(resource: string): string {
+  return `v1/locks/${encodeURIComponent(resource)}/leases`;
+}
+
+function leasePath(resource: string, leaseId: string): string {
+  return `${leasesPath(resource)}/${encodeURIComponent(leaseId)}`;
+}
+
+async function readBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+function toGrant(body: unknown, validFrom: number, status: number): LeaseGrant {
+  const lease = body as Partial<LeaseResponseBody> | null;
+  if (
+    typeof lease?.resource !== 'string' ||
+    typeof lease.leaseId !== 'string' ||
+    typeof lease.ttlMs !== 'number' ||
+    typeof lease.validityMs !== 'number' ||
+    typeof lease.expiresAt !== 'string'
+  ) {
+    throw new InternalError(`malformed lease in the coordinator's ${status} response`);
+  }
+  return {
+    resource: lease.resource,
+    id: lease.leaseId,
+    token: parseToken(lease.token, 'token'),
+    ttlMs: lease.ttlMs,
+    validityMs: lease.validityMs,
+    expiresAt: new Date(lease.expiresAt),
+    validFrom,
+  };
+}
+
+/**
+ * Extends `lease` whenever `fraction` of its validity is left. Transient failures are retried (the client
+ * already retries 503s) until the validity runs out; then, or on `LeaseLostError`, `onLost` is called once.
+ */
+function keepAlive(
+  lease: ClientLease,
+  fraction: number,
+  onLost: (reason: LeaseLostError) => void,
+): { stop(): Promise<void> } {
+  const stopped = new AbortController();
+  const loop = (async () => {
+    let lastError: unknown;
+    while (!stopped.signal.aborted) {
+      const remaining = lease.remainingMs();
+      if (remaining <= 0) {
+        onLost(
+          new LeaseLostError(lease.resource, 'the lease ran out before it could be extended', {
+            cause: lastError,
+          }),
+        );
+        return;
+      }
+      const wait =
+        lastError === undefined ? remaining - lease.validityMs * fraction : Math.min(remaining, 50);
+      try {
+        await sleep(Math.max(0, wait), stopped.signal);
+        await lease.extend(undefined, stopped.signal);
+        lastError = undefined;
+      } catch (error) {
+        if (stopped.signal.aborted) return;
+        if (isFencedError(error) && error.code === ErrorCode.LEASE_LOST) {
+          onLost(error as LeaseLostError);
+          return;
+        }
+        lastError = error;
+      }
+    }
+  })();
+  return {
+    async stop() {
+      stopped.abort();
+      await loop;
+    },
+  };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

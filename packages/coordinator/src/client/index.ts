@@ -1,0 +1,12 @@
+// `@fenced/coordinator/client`: the HTTP client of the coordinator service. It depends on `@fenced/shared`
+// and the global `fetch` only, never on the library or ioredis.
+export {
+  CoordinatorClient,
+  DEFAULT_CLIENT_OPTIONS,
+  type CoordinatorClientOptions,
+  type AcquireOptions,
+  type UsingOptions,
+  type LockStatus,
+} from './coordinator-client.js';
+export { ClientLease } from './client-lease.js';
+export { errorFromResponse } from './response-errors.js';

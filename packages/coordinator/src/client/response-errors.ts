@@ -1,0 +1,46 @@
+import {
+  ErrorCode,
+  FencedError,
+  InternalError,
+  InvalidRequestError,
+  LeaseLostError,
+  LockedError,
+  MissingTokenError,
+  QuorumUnavailableError,
+  UnauthorizedError,
+  isErrorCode,
+} from '@fenced/shared';
+
+/**
+ * The typed error of `@fenced/shared` for an error response of the service (`{ error: { code, message } }`).
+ * A body that is not the documented shape (a proxy's 502 page, say) becomes `INTERNAL`, or
+ * `QUORUM_UNAVAILABLE` for 502/503/504 so that it is retried like the service's own 503.
+ */
+export function errorFromResponse(status: number, body: unknown, resource: string): FencedError {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  const message = typeof error?.message === 'string' ? error.message : `HTTP ${status} from the coordinator`;
+  if (!isErrorCode(error?.code)) {
+    return status === 502 || status === 503 || status === 504
+      ? new QuorumUnavailableError(message)
+      : new InternalError(message);
+  }
+  switch (error.code) {
+    case ErrorCode.INVALID_REQUEST:
+      return new InvalidRequestError(message);
+    case ErrorCode.UNAUTHORIZED:
+      return new UnauthorizedError(message);
+    case ErrorCode.LOCKED:
+      return new LockedError(resource, message);
+    case ErrorCode.QUORUM_UNAVAILABLE:
+      return new QuorumUnavailableError(message);
+    case ErrorCode.LEASE_LOST:
+      return new LeaseLostError(resource, message);
+    case ErrorCode.MISSING_TOKEN:
+      return new MissingTokenError(message);
+    case ErrorCode.INTERNAL:
+      return new InternalError(message);
+    case ErrorCode.STALE_TOKEN:
+      // The coordinator never sends it; StaleTokenError needs token facts the body does not carry.
+      return new FencedError(error.code, message);
+  }
+}
