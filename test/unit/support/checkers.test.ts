@@ -1,0 +1,270 @@
+import { describe, expect, it } from 'vitest';
+import {
+  checkCommitOrder,
+  checkCounter,
+  checkExactlyOnce,
+  checkTokens,
+  combine,
+  reportOverlaps,
+} from '../../support/checkers.js';
+import type { CommitRecord, EventFields, HistoryData, HistoryEvent, Op } from '../../support/history.js';
+
+/** One operation of a hand-made history: invoked at `from`, completed (`outcome`) at `to`. */
+function op(
+  process: string,
+  name: Op,
+  resource: string,
+  from: number,
+  to: number | null,
+  fields: EventFields = {},
+  outcome: 'ok' | 'fail' | 'unknown' = 'ok',
+): HistoryEvent[] {
+  const invoke: HistoryEvent = { kind: 'invoke', process, op: name, resource, t: from };
+  if (to === null) return [invoke];
+  return [invoke, { ...fields, kind: outcome, process, op: name, resource, t: to }];
+}
+
+/** Events sorted by time, as a recorder would have logged them. */
+function history(events: HistoryEvent[][], commits: CommitRecord[] = []): HistoryData {
+  return { events: events.flat().sort((a, b) => a.t - b.t), commits };
+}
+
+describe('checkTokens (G2)', () => {
+  it('accepts increasing tokens, in any order among concurrent grants', () => {
+    const h = history([
+      op('p1', 'acquire', 'r', 0, 5, { token: 1n, leaseId: 'a' }),
+      op('p2', 'acquire', 'r', 6, 10, { token: 9n, leaseId: 'b' }),
+      op('p3', 'acquire', 'r', 7, 9, { token: 4n, leaseId: 'c' }), // concurrent with p2: either order
+      op('p1', 'acquire', 'r', 11, 12, { token: 10n, leaseId: 'd' }),
+      op('p4', 'acquire', 'other', 0, 1, { token: 1n, leaseId: 'e' }), // tokens are per resource
+      op('p5', 'acquire', 'r', 13, null), // never completed: unknown, not checked
+    ]);
+    const r = checkTokens(h);
+    expect(r.violations).toEqual([]);
+    expect(r.ok).toBe(true);
+    expect(r.info).toContain('r: 4 grants, tokens 1..10');
+  });
+
+  it('flags a token granted twice', () => {
+    const h = history([
+      op('p1', 'acquire', 'r', 0, 5, { token: 5n, leaseId: 'a' }),
+      op('p2', 'acquire', 'r', 1, 6, { token: 5n, leaseId: 'b' }),
+    ]);
+    const r = checkTokens(h);
+    expect(r.ok).toBe(false);
+    expect(r.violations[0]).toMatch(/token 5 granted 2 times/);
+  });
+
+  it('flags a later grant with a smaller token (the naive INCR-max anomaly)', () => {
+    const h = history([
+      op('p1', 'acquire', 'r', 0, 5, { token: 7n, leaseId: 'a' }),
+      op('p2', 'acquire', 'r', 6, 10, { token: 3n, leaseId: 'b' }),
+    ]);
+    const r = checkTokens(h);
+    expect(r.ok).toBe(false);
+    expect(r.violations).toHaveLength(1);
+    expect(r.violations[0]).toMatch(
+      /acquire by p2, lease b, token 3 .* started after acquire by p1, lease a, token 7/,
+    );
+  });
+
+  it('flags an extend that changes the token', () => {
+    const h = history([
+      op('p1', 'acquire', 'r', 0, 5, { token: 7n, leaseId: 'a' }),
+      op('p1', 'extend', 'r', 6, 8, { token: 8n, leaseId: 'a' }),
+    ]);
+    expect(checkTokens(h).violations).toEqual([expect.stringMatching(/changed the lease's token from 7/)]);
+  });
+});
+
+describe('checkCommitOrder (G1, G3)', () => {
+  const commit = (token: bigint, leaseId?: string, seq?: number): CommitRecord => ({
+    resource: 'r',
+    token,
+    ...(leaseId !== undefined ? { leaseId } : {}),
+    ...(seq !== undefined ? { seq } : {}),
+  });
+
+  it('accepts a non-decreasing chain where equal tokens come from the same lease', () => {
+    const r = checkCommitOrder(
+      history([], [commit(1n, 'a'), commit(1n, 'a'), commit(2n, 'b'), commit(5n, 'c'), commit(5n, 'c')]),
+    );
+    expect(r.violations).toEqual([]);
+    expect(r.info).toContain('r: 5 commits');
+  });
+
+  it('flags a commit below the high-water mark (a stale write got in)', () => {
+    const r = checkCommitOrder(history([], [commit(1n, 'a'), commit(3n, 'c'), commit(2n, 'b')]));
+    expect(r.ok).toBe(false);
+    expect(r.violations[0]).toMatch(/commit #2 \(token 2, lease b\) has a token below the high-water mark 3/);
+  });
+
+  it('flags an equal token from another lease', () => {
+    const r = checkCommitOrder(history([], [commit(2n, 'a'), commit(2n, 'b')]));
+    expect(r.violations[0]).toMatch(/reuses token 2 of another lease/);
+  });
+
+  it('orders commits by seq when every record has one', () => {
+    const shuffled = [commit(3n, 'c', 3), commit(1n, 'a', 1), commit(2n, 'b', 2)];
+    expect(checkCommitOrder(history([], shuffled)).ok).toBe(true);
+    expect(checkCommitOrder(history([], [commit(3n, 'c', 1), commit(1n, 'a', 2)])).ok).toBe(false);
+  });
+
+  it('flags an old holder committing after the new one fenced in, from events alone', () => {
+    const h = history([
+      op('p2', 'fence', 'r', 10, 12, { token: 8n, leaseId: 'b' }),
+      op('p1', 'write', 'r', 20, 25, { token: 7n, leaseId: 'a' }), // invoked after p2's fence-in committed
+    ]);
+    const r = checkCommitOrder(h);
+    expect(r.ok).toBe(false);
+    expect(r.violations[0]).toMatch(
+      /write by p1, lease a, token 7 .* committed after fence by p2, lease b, token 8/,
+    );
+  });
+
+  it('leaves concurrent writes to the commit records, and a rejected stale write is fine', () => {
+    const h = history([
+      op('p2', 'write', 'r', 10, 12, { token: 8n, leaseId: 'b' }),
+      op('p1', 'write', 'r', 11, 13, { token: 7n, leaseId: 'a' }), // concurrent: real time cannot tell
+      op('p1', 'write', 'r', 20, 21, { token: 7n, leaseId: 'a', error: 'STALE_TOKEN' }, 'fail'),
+    ]);
+    expect(checkCommitOrder(h).violations).toEqual([]);
+  });
+
+  it('notes commits whose token no recorded acquire returned', () => {
+    const h = history(
+      [op('p1', 'acquire', 'r', 0, 1, { token: 1n, leaseId: 'a' })],
+      [commit(1n, 'a'), commit(4n, 'x')],
+    );
+    expect(checkCommitOrder(h).info).toContain('1 commits carry a token no recorded acquire returned');
+  });
+});
+
+describe('checkCounter (G4)', () => {
+  const increments = (n: number, outcome: 'ok' | 'unknown' = 'ok'): HistoryEvent[][] =>
+    Array.from({ length: n }, (_, i) => op(`p${i}`, 'increment', 'c', i * 10, i * 10 + 5, {}, outcome));
+
+  it('accepts a final value equal to the acknowledged increments', () => {
+    const r = checkCounter(history(increments(3)), { resource: 'c', final: 3 });
+    expect(r.violations).toEqual([]);
+    expect(r.info[0]).toBe('c: final 3, 3 increments ok, 0 unknown');
+  });
+
+  it('flags a lost update', () => {
+    const r = checkCounter(history(increments(3)), { resource: 'c', final: 2n });
+    expect(r.ok).toBe(false);
+    expect(r.violations[0]).toMatch(/lost update: the counter rose by 2, but 3 increments were acknowledged/);
+  });
+
+  it('allows unknown increments either way, but no more', () => {
+    const h = history([...increments(2), op('px', 'increment', 'c', 50, 60, {}, 'unknown')]);
+    expect(checkCounter(h, { resource: 'c', final: 2 }).ok).toBe(true);
+    expect(checkCounter(h, { resource: 'c', final: 3 }).ok).toBe(true);
+    expect(checkCounter(h, { resource: 'c', final: 4 }).violations[0]).toMatch(
+      /more than the 2 acknowledged \+ 1 unknown/,
+    );
+    expect(checkCounter(h, { resource: 'c', final: 13, initial: 10 }).ok).toBe(true);
+  });
+
+  it('flags two increments that wrote the same value (a read outside the guard, F18)', () => {
+    const h = history([
+      op('p1', 'increment', 'c', 0, 10, { token: 1n, value: 6 }),
+      op('p2', 'increment', 'c', 1, 11, { token: 2n, value: 6 }),
+    ]);
+    const r = checkCounter(h, { resource: 'c', final: 6, initial: 4 });
+    expect(r.violations).toEqual([expect.stringMatching(/2 increments all wrote 6/)]);
+  });
+
+  it('flags committed values that do not count up by one', () => {
+    const commits: CommitRecord[] = [1, 2, 2].map((value, i) => ({
+      resource: 'c',
+      token: BigInt(i + 1),
+      value,
+    }));
+    const r = checkCounter(history(increments(3), commits), { resource: 'c', final: 3 });
+    expect(r.violations).toEqual([expect.stringMatching(/commit #2 .* wrote 2 after 2: not a serial run/)]);
+  });
+});
+
+describe('checkExactlyOnce (G5)', () => {
+  it('accepts a retried operation that took effect once', () => {
+    const h = history(
+      [
+        op('p1', 'write', 'r', 0, 5, { opId: 'x' }, 'unknown'),
+        op('p1', 'write', 'r', 6, 8, { opId: 'x' }),
+        op('p2', 'write', 'r', 1, 3, { opId: 'y' }, 'fail'),
+      ],
+      [{ resource: 'r', token: 1n, opId: 'x' }],
+    );
+    const r = checkExactlyOnce(h);
+    expect(r.violations).toEqual([]);
+    expect(r.info).toContain('2 operation ids, 1 retried, 1 applied');
+  });
+
+  it('flags an operation that took effect twice', () => {
+    const h = history([
+      op('p1', 'write', 'r', 0, 5, { opId: 'x' }, 'unknown'),
+      op('p1', 'write', 'r', 6, 8, { opId: 'x' }),
+    ]);
+    const r = checkExactlyOnce(h, { applied: { x: 2 } });
+    expect(r.ok).toBe(false);
+    expect(r.violations).toEqual(['operation x took effect 2 times']);
+  });
+
+  it('flags an acknowledged operation that never took effect', () => {
+    const h = history([op('p1', 'write', 'r', 0, 5, { opId: 'x' })]);
+    expect(checkExactlyOnce(h, { applied: new Map() }).violations).toEqual([
+      'operation x was acknowledged but never took effect',
+    ]);
+  });
+});
+
+describe('reportOverlaps', () => {
+  it('reports two holders at once without failing', () => {
+    const h = history([
+      op('p1', 'acquire', 'r', 0, 5, { token: 1n, leaseId: 'a', validityMs: 100 }),
+      op('p2', 'acquire', 'r', 150, 155, { token: 2n, leaseId: 'b', validityMs: 100 }),
+      op('p1', 'release', 'r', 200, 205, { leaseId: 'a' }), // p1 was paused past its validity (F1)
+      op('p2', 'release', 'r', 220, 230, { leaseId: 'b' }),
+    ]);
+    const r = reportOverlaps(h);
+    expect(r.ok).toBe(true);
+    expect(r.violations).toEqual([]);
+    expect(r.overlaps).toHaveLength(1);
+    expect(r.overlaps[0]).toMatchObject({ fromMs: 155, toMs: 200 });
+    expect(r.info[1]).toMatch(/p1 lease a token 1 and p2 lease b token 2 both held it for 45.0 ms/);
+    expect(reportOverlaps(h, { honourValidity: true }).overlaps).toEqual([]);
+  });
+
+  it('finds none when holders follow each other', () => {
+    const h = history([
+      op('p1', 'acquire', 'r', 0, 5, { leaseId: 'a' }),
+      op('p1', 'release', 'r', 10, 12, { leaseId: 'a' }),
+      op('p2', 'acquire', 'r', 11, 15, { leaseId: 'b' }),
+      op('p3', 'acquire', 'other', 1, 6, { leaseId: 'c' }),
+    ]);
+    expect(reportOverlaps(h).overlaps).toEqual([]);
+  });
+
+  it('ends a holding interval when an extend reports the lease lost', () => {
+    const h = history([
+      op('p1', 'acquire', 'r', 0, 5, { leaseId: 'a' }),
+      op('p1', 'extend', 'r', 50, 52, { leaseId: 'a', error: 'LEASE_LOST' }, 'fail'),
+      op('p2', 'acquire', 'r', 60, 65, { leaseId: 'b' }),
+    ]);
+    const r = reportOverlaps(h);
+    // p2's interval would begin where the history ends, so only p1's is reported
+    expect(r.intervals.map((i) => [i.from, i.to])).toEqual([[5, 52]]);
+    expect(r.overlaps).toEqual([]);
+  });
+});
+
+describe('combine', () => {
+  it('prefixes every line with its checker and fails when any fails', () => {
+    const r = combine({
+      tokens: { ok: true, violations: [], info: ['fine'] },
+      counter: { ok: false, violations: ['lost'], info: [] },
+    });
+    expect(r).toEqual({ ok: false, violations: ['counter: lost'], info: ['tokens: fine'] });
+  });
+});
