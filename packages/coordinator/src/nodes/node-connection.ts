@@ -1,0 +1,246 @@
+import { Redis } from 'ioredis';
+import { InvalidRequestError } from '@fenced/shared';
+import { NodeTimeoutError } from '../errors.js';
+import { interpretReply, type ScriptName, type ScriptReplies } from '../redlock/script-results.js';
+import { defineScripts, runScript } from '../redlock/scripts.js';
+import { anyKeyPattern, incarnationKey } from '../redlock/keys.js';
+import {
+  configProblems,
+  parseConfigReply,
+  parseRole,
+  REQUIRED_SETTINGS,
+  type CheckedSetting,
+} from './node-check.js';
+
+/** Reports a failed call to one node; the coordinator turns it into a `nodeError` event. */
+export type NodeErrorSink = (node: number, operation: string, error: unknown) => void;
+
+/** What one probe of a node found (start-up checks, `nodeStatus()`, background re-checks). */
+export interface NodeProbe {
+  readonly reachable: boolean;
+  readonly role?: string;
+  /** Empty when the configuration is as DESIGN §3 requires. */
+  readonly configProblems: readonly string[];
+  /** Whether the incarnation key exists; undefined when unreachable. */
+  readonly initialized?: boolean;
+  /** Whether any key under the prefix exists (only looked up when the node is not initialized). */
+  readonly hasKeys?: boolean;
+  readonly latencyMs?: number;
+  readonly error?: string;
+}
+
+/** Connection options of the clients the coordinator creates from URLs. */
+function ownedClientOptions(connectTimeoutMs: number) {
+  return {
+    enableAutoPipelining: true,
+    // Fail at once while disconnected instead of queueing: a queued acquire sent after a reconnect would be
+    // a vote nobody waits for.
+    enableOfflineQueue: false,
+    // Never resend a command after a reconnect: scripts are not all idempotent, and the caller has moved on.
+    maxRetriesPerRequest: 0,
+    connectTimeout: connectTimeoutMs,
+    retryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
+    lazyConnect: false,
+  };
+}
+
+/**
+ * One Redis master: its client, what the coordinator knows about it, and bounded calls to it. Every call
+ * races the node's timeout; a late reply is ignored by the caller (its effect on the node is not).
+ */
+export class NodeConnection {
+  readonly client: Redis;
+  readonly address: string;
+  /** Identity used to refuse duplicate nodes: host:port/db. */
+  readonly identity: string;
+  /** Whether the coordinator created the client (and so closes it). */
+  readonly owned: boolean;
+
+  /** Last probe result; undefined until the first probe. */
+  lastProbe: NodeProbe | undefined;
+  /** Whether the incarnation key is known to exist. Only initialized nodes vote. */
+  initialized = false;
+  /** Set while a repair runs; shown in `nodeStatus().problems`. */
+  repairStatus: string | undefined;
+
+  constructor(
+    readonly index: number,
+    node: string | Redis,
+    private readonly prefix: string,
+    private readonly reportError: NodeErrorSink,
+    connectTimeoutMs: number,
+  ) {
+    if (typeof node === 'string') {
+      let url: URL;
+      try {
+        url = new URL(node);
+      } catch {
+        throw new InvalidRequestError(
+          `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
+        );
+      }
+      if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+        throw new InvalidRequestError(
+          `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
+        );
+      }
+      const port = url.port === '' ? 6379 : Number(url.port);
+      const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
+      this.address = `${url.hostname}:${port}`;
+      this.identity = `${this.address.toLowerCase()}/${db}`;
+      this.client = new Redis(node, ownedClientOptions(connectTimeoutMs));
+      this.owned = true;
+    } else if (node instanceof Redis) {
+      if (node.options.keyPrefix) {
+        throw new InvalidRequestError(
+          `nodes[${index}] must not use ioredis' keyPrefix; use the keyPrefix option`,
+        );
+      }
+      const host = node.options.host ?? 'localhost';
+      const port = node.options.port ?? 6379;
+      this.address = node.options.path ?? `${host}:${port}`;
+      this.identity = `${this.address.toLowerCase()}/${node.options.db ?? 0}`;
+      this.client = node;
+      this.owned = false;
+    } else {
+      throw new InvalidRequestError(
+        `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
+      );
+    }
+    defineScripts(this.client);
+    if (this.owned) {
+      // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
+      this.client.on('error', (error: unknown) => this.reportError(this.index, 'connection', error));
+    }
+  }
+
+  /** Whether the node may vote: it passed the checks (or they were waived) and was not restarted empty. */
+  isVoting(allowUnsafe: boolean): boolean {
+    const probe = this.lastProbe;
+    if (probe === undefined || (probe.configProblems.length > 0 && !allowUnsafe)) return false;
+    return this.initialized && this.repairStatus === undefined;
+  }
+
+  /** Runs one call bounded by `timeoutMs`; failures are reported as nodeError events and rethrown. */
+  async call<T>(operation: string, timeoutMs: number, fn: (client: Redis) => Promise<T>): Promise<T> {
+    try {
+      return await withTimeout(fn(this.client), timeoutMs, `node ${this.index} ${operation}`);
+    } catch (error) {
+      this.reportError(this.index, operation, error);
+      throw error;
+    }
+  }
+
+  /** Runs a script and maps its reply (a malformed reply is a MalformedReplyError, reported like any failure). */
+  script<S extends ScriptName>(
+    name: S,
+    timeoutMs: number,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<ScriptReplies[S]> {
+    return this.call(name, timeoutMs, async (client) =>
+      interpretReply(name, await runScript(client, name, keys, args)),
+    );
+  }
+
+  /** Waits (bounded) for a created client's first connection, so the first calls do not fail for nothing. */
+  async waitUntilConnected(timeoutMs: number): Promise<void> {
+    const client = this.client;
+    if (client.status === 'ready') return;
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        client.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      client.once('ready', done);
+    });
+  }
+
+  /** Start-up checks (CONFIG GET, INFO replication) plus the incarnation key; never throws. */
+  async probe(timeoutMs: number): Promise<NodeProbe> {
+    await this.waitUntilConnected(timeoutMs);
+    const started = performance.now();
+    let probe: NodeProbe;
+    try {
+      await this.call('ping', timeoutMs, (c) => c.ping());
+      const latencyMs = Math.round((performance.now() - started) * 100) / 100;
+      const config: Partial<Record<CheckedSetting, string>> = {};
+      await Promise.all(
+        (Object.keys(REQUIRED_SETTINGS) as CheckedSetting[]).map(async (setting) => {
+          try {
+            const reply = await this.call('check', timeoutMs, (c) => c.config('GET', setting));
+            config[setting] = parseConfigReply(reply)[setting];
+          } catch {
+            // left undefined: configProblems names the setting that could not be read
+          }
+        }),
+      );
+      const role = await this.call('check', timeoutMs, (c) => c.info('replication')).then(
+        parseRole,
+        () => undefined,
+      );
+      const initialized =
+        (await this.call('check', timeoutMs, (c) => c.exists(incarnationKey(this.prefix)))) === 1;
+      const hasKeys = initialized ? true : await this.hasAnyKey(timeoutMs);
+      probe = {
+        reachable: true,
+        role,
+        configProblems: configProblems({ config, role }),
+        initialized,
+        hasKeys,
+        latencyMs,
+      };
+      this.initialized = initialized;
+    } catch (error) {
+      probe = {
+        reachable: false,
+        configProblems: this.lastProbe?.configProblems ?? [],
+        error: `unreachable: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+    this.lastProbe = probe;
+    return probe;
+  }
+
+  private async hasAnyKey(timeoutMs: number): Promise<boolean> {
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.call('check', timeoutMs, (c) =>
+        c.scan(cursor, 'MATCH', anyKeyPattern(this.prefix), 'COUNT', 1000),
+      );
+      if (keys.length > 0) return true;
+      cursor = next;
+    } while (cursor !== '0');
+    return false;
+  }
+
+  async close(): Promise<void> {
+    if (!this.owned) return;
+    try {
+      await withTimeout(this.client.quit(), 1_000, 'quit');
+    } catch {
+      this.client.disconnect();
+    }
+  }
+}
+
+/** Races a promise against a timer; the timer never keeps the process alive. */
+export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, operation: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new NodeTimeoutError(operation, timeoutMs)), timeoutMs);
+    timer.unref?.();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}

@@ -1,0 +1,147 @@
+import type { Redis } from 'ioredis';
+import { InvalidRequestError } from '@fenced/shared';
+import { driftMs } from './redlock/validity.js';
+
+/** Options of {@link Coordinator}. Times are milliseconds. */
+export interface CoordinatorOptions {
+  /**
+   * The independent Redis masters: ioredis clients or `redis://` URLs, at least one, no duplicates.
+   * Quorum is `floor(N/2) + 1`. Clients passed in stay yours (never closed here) and must not use ioredis'
+   * own `keyPrefix`; clients made from URLs are created and closed by the coordinator.
+   */
+  nodes: Array<string | Redis>;
+  /**
+   * Namespace of every key: `${keyPrefix}:{<resource>}:lease`, `…:token`, `…:released`, `${keyPrefix}:node:*`.
+   * @defaultValue `'fenced'`
+   */
+  keyPrefix?: string;
+  /**
+   * Clock drift allowance, as a fraction of the ttl, subtracted from every validity (DESIGN §2.3). Larger is
+   * safer against fast server clocks but shortens every lease.
+   * @defaultValue `0.01`
+   */
+  driftFactor?: number;
+  /**
+   * Upper bound of one call to one node. A slower node counts as a vote against, so a hung node never stalls an
+   * acquire; too small a bound turns ordinary latency spikes into failed votes.
+   * @defaultValue `50`
+   */
+  nodeTimeoutMs?: number;
+  /**
+   * Base delay before retrying an acquire when no pub/sub wake-up and no holder ttl is known. Waiters are woken
+   * by the release message first, so this is only the fallback.
+   * @defaultValue `100`
+   */
+  retryDelayMs?: number;
+  /**
+   * Random extra delay (0 ..= this) added to every retry so competing waiters do not retry in lockstep.
+   * @defaultValue `50`
+   */
+  retryJitterMs?: number;
+  /**
+   * A fresh lease whose validity is at most this is released and the attempt counts as failed: no caller gets
+   * a lease too short to use.
+   * @defaultValue `10`
+   */
+  minValidityMs?: number;
+  /**
+   * Largest ttl accepted, and how long a node that restarted empty sits out before it votes again (the Redlock
+   * delayed-restart rule). Keep it the same in every process sharing the nodes.
+   * @defaultValue `3_600_000` (one hour)
+   */
+  maxTtlMs?: number;
+  /**
+   * Let nodes that fail the start-up checks (appendonly yes, appendfsync always, maxmemory-policy noeviction,
+   * role master) vote anyway. Development only: such nodes can lose or evict token registers, which breaks G2.
+   * @defaultValue `false`
+   */
+  unsafeAllowUnsafeNodes?: boolean;
+}
+
+export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes'>>;
+
+/** The one set of defaults; `nodes` has none. */
+export const coordinatorDefaults = Object.freeze({
+  keyPrefix: 'fenced',
+  driftFactor: 0.01,
+  nodeTimeoutMs: 50,
+  retryDelayMs: 100,
+  retryJitterMs: 50,
+  minValidityMs: 10,
+  maxTtlMs: 3_600_000,
+  unsafeAllowUnsafeNodes: false,
+} satisfies CoordinatorSettings);
+
+/** Largest `maxTtlMs`, `waitMs` and delay accepted: what a Node.js timer can hold (about 24.8 days). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+// No braces (they would change the hash tag), no whitespace or control characters.
+const KEY_PREFIX = /^[^\s{}\u0000-\u001f\u007f-\u009f]{1,64}$/u; // eslint-disable-line no-control-regex
+
+/**
+ * Merges options over {@link coordinatorDefaults}, validates them and returns a frozen copy.
+ * @throws InvalidRequestError naming the option and what is allowed.
+ */
+export function resolveOptions(options: CoordinatorOptions): Readonly<CoordinatorSettings> {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidRequestError('options must be an object with at least `nodes`');
+  }
+  const defined = Object.fromEntries(
+    Object.entries(options).filter(([key, value]) => key !== 'nodes' && value !== undefined),
+  ) as Partial<CoordinatorSettings>;
+  const known = new Set([...Object.keys(coordinatorDefaults), 'nodes']);
+  for (const key of Object.keys(options)) {
+    if (!known.has(key)) throw new InvalidRequestError(`unknown coordinator option '${key}'`);
+  }
+  const settings: CoordinatorSettings = { ...coordinatorDefaults, ...defined };
+
+  if (typeof settings.keyPrefix !== 'string' || !KEY_PREFIX.test(settings.keyPrefix)) {
+    throw new InvalidRequestError(
+      'keyPrefix must be 1 to 64 characters without braces, whitespace or control characters',
+    );
+  }
+  number('driftFactor', settings.driftFactor, { min: 0, max: 0.5 });
+  integer('nodeTimeoutMs', settings.nodeTimeoutMs, { min: 1, max: 60_000 });
+  integer('retryDelayMs', settings.retryDelayMs, { min: 0, max: MAX_TIMER_MS });
+  integer('retryJitterMs', settings.retryJitterMs, { min: 0, max: MAX_TIMER_MS });
+  integer('minValidityMs', settings.minValidityMs, { min: 0, max: MAX_TIMER_MS });
+  integer('maxTtlMs', settings.maxTtlMs, { min: 1, max: MAX_TIMER_MS });
+  if (typeof settings.unsafeAllowUnsafeNodes !== 'boolean') {
+    throw new InvalidRequestError('unsafeAllowUnsafeNodes must be true or false');
+  }
+  if (settings.maxTtlMs < smallestUsableTtlMs(settings)) {
+    throw new InvalidRequestError(
+      `maxTtlMs must be at least ${smallestUsableTtlMs(settings)}: a smaller ttl leaves no validity above minValidityMs after drift`,
+    );
+  }
+  return Object.freeze(settings);
+}
+
+/**
+ * The smallest ttl that can ever yield a lease: even with zero elapsed time, `ttl - drift` must exceed
+ * `minValidityMs`. A smaller ttl is refused up front instead of failing every attempt.
+ */
+export function smallestUsableTtlMs(
+  settings: Pick<CoordinatorSettings, 'driftFactor' | 'minValidityMs'>,
+): number {
+  // ttl - round(ttl × f) - 2 is non-decreasing in ttl for f <= 0.5: start below the boundary and step up.
+  let ttl = Math.max(1, Math.floor((settings.minValidityMs + 2) / (1 - settings.driftFactor)));
+  while (ttl - driftMs(ttl, settings.driftFactor) <= settings.minValidityMs) ttl++;
+  return ttl;
+}
+
+function number(name: string, value: unknown, range: { min: number; max: number }): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < range.min || value > range.max) {
+    throw new InvalidRequestError(`${name} must be a number from ${range.min} to ${range.max}`);
+  }
+}
+
+/** @throws InvalidRequestError unless `value` is an integer within the range. */
+export function integer(name: string, value: unknown, range: { min: number; max: number }): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < range.min || value > range.max) {
+    throw new InvalidRequestError(
+      `${name} must be an integer from ${range.min} to ${range.max}, got ${String(value)}`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,47 @@
+/** The Redis names of one resource. All three share the hash tag, so they share a cluster slot. */
+export interface ResourceKeys {
+  readonly lease: string;
+  readonly token: string;
+  readonly channel: string;
+}
+
+/**
+ * Encodes a resource name for use inside a hash tag: `%`, `{` and `}` become `%25`, `%7B` and `%7D`.
+ *
+ * Why: Redis takes the hash tag from the first `{` to the first `}` after it, so a raw `}` in a name would cut
+ * the tag short (and `{}` would make it empty). Escaping `%` as well keeps the encoding injective: two different
+ * resources never map to the same keys. Names without these characters are stored unchanged, so keys stay
+ * readable in `redis-cli`.
+ */
+export function encodeResourceTag(resource: string): string {
+  return resource.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}
+
+export function resourceKeys(prefix: string, resource: string): ResourceKeys {
+  const base = `${prefix}:{${encodeResourceTag(resource)}}`;
+  return { lease: `${base}:lease`, token: `${base}:token`, channel: `${base}:released` };
+}
+
+/** Per-node key whose absence means the node restarted empty and must not vote (DESIGN §3). */
+export function incarnationKey(prefix: string): string {
+  return `${prefix}:node:incarnation`;
+}
+
+/** Per-node marker of a repair in progress; the repair only completes if its marker survived. */
+export function repairMarkerKey(prefix: string): string {
+  return `${prefix}:node:repair`;
+}
+
+/** SCAN pattern of every token register under the prefix (glob characters in the prefix escaped). */
+export function tokenKeyPattern(prefix: string): string {
+  return `${globEscape(prefix)}:{*}:token`;
+}
+
+/** SCAN pattern of every key under the prefix. */
+export function anyKeyPattern(prefix: string): string {
+  return `${globEscape(prefix)}:*`;
+}
+
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}

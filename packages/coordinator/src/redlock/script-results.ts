@@ -1,0 +1,218 @@
+import { MAX_TOKEN } from '@fenced/shared';
+import { MalformedReplyError } from '../errors.js';
+
+/**
+ * The small integer codes the Lua scripts return (see the contract block at the top of each lua/*.lua).
+ * One table, one mapping function ({@link interpretReply}); a unit test checks every `return {n` in every
+ * script is listed here and mapped.
+ */
+export const ScriptCode = {
+  OK: 1,
+  HELD: 2,
+  NOT_INITIALIZED: 3,
+  CORRUPT: 4,
+  REFUSED: 5,
+  NO_REPAIR_MARKER: 6,
+} as const;
+export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
+
+export type ScriptName =
+  'acquire' | 'promise' | 'extend' | 'release' | 'inspect' | 'repair-token' | 'finish-repair';
+
+/** The codes each script may return. */
+export const SCRIPT_CODES = {
+  acquire: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
+  promise: [ScriptCode.OK, ScriptCode.REFUSED, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
+  extend: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED],
+  release: [ScriptCode.OK, ScriptCode.HELD],
+  inspect: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
+  'repair-token': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
+  'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
+} as const satisfies Record<ScriptName, readonly ScriptCode[]>;
+
+/** Results shared by several scripts: the node must not vote. */
+export type Abstain = { readonly kind: 'not-initialized' } | { readonly kind: 'corrupt' };
+
+export type AcquireReply =
+  | { readonly kind: 'granted'; readonly promised: boolean; readonly cur: bigint }
+  | { readonly kind: 'held'; readonly pttlMs: number; readonly cur: bigint }
+  | Abstain;
+export type PromiseReply =
+  | { readonly kind: 'promised'; readonly cur: bigint }
+  | { readonly kind: 'refused'; readonly cur: bigint }
+  | Abstain;
+export type ExtendReply =
+  | { readonly kind: 'extended'; readonly token: bigint | null }
+  | { readonly kind: 'not-held' }
+  | { readonly kind: 'not-initialized' };
+export type ReleaseReply = { readonly kind: 'released' } | { readonly kind: 'not-held' };
+export type InspectReply =
+  | { readonly kind: 'view'; readonly held: boolean; readonly token: bigint | null }
+  | { readonly kind: 'not-initialized' };
+export type RepairTokenReply =
+  | { readonly kind: 'raised'; readonly cur: bigint }
+  | { readonly kind: 'corrupt' }
+  | { readonly kind: 'no-repair-marker' };
+export type FinishRepairReply = { readonly kind: 'finished' } | { readonly kind: 'no-repair-marker' };
+
+export interface ScriptReplies {
+  acquire: AcquireReply;
+  promise: PromiseReply;
+  extend: ExtendReply;
+  release: ReleaseReply;
+  inspect: InspectReply;
+  'repair-token': RepairTokenReply;
+  'finish-repair': FinishRepairReply;
+}
+
+/**
+ * Maps a raw script reply to its typed result. The only place script codes are interpreted.
+ * @throws MalformedReplyError when the reply is not one the script's contract allows.
+ */
+export function interpretReply<S extends ScriptName>(script: S, reply: unknown): ScriptReplies[S] {
+  return interpreters[script](new ReplyReader(script, reply));
+}
+
+const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } = {
+  acquire: (r) => {
+    switch (r.code(SCRIPT_CODES.acquire)) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'granted', promised: r.flag(1), cur: r.register(2) });
+      case ScriptCode.HELD:
+        return r.done({ kind: 'held', pttlMs: r.integer(1), cur: r.register(2) });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+    }
+  },
+  promise: (r) => {
+    switch (r.code(SCRIPT_CODES.promise)) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'promised', cur: r.register(1) });
+      case ScriptCode.REFUSED:
+        return r.done({ kind: 'refused', cur: r.register(1) });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+    }
+  },
+  extend: (r) => {
+    switch (r.code(SCRIPT_CODES.extend)) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'extended', token: r.optionalToken(1) });
+      case ScriptCode.HELD:
+        return r.done({ kind: 'not-held' });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+    }
+  },
+  release: (r) => {
+    switch (r.code(SCRIPT_CODES.release)) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'released' });
+      case ScriptCode.HELD:
+        return r.done({ kind: 'not-held' });
+    }
+  },
+  inspect: (r) => {
+    switch (r.code(SCRIPT_CODES.inspect)) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'view', held: r.flag(1), token: r.optionalToken(2) });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+    }
+  },
+  'repair-token': (r) => {
+    switch (r.code(SCRIPT_CODES['repair-token'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'raised', cur: r.register(1) });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+      case ScriptCode.NO_REPAIR_MARKER:
+        return r.done({ kind: 'no-repair-marker' });
+    }
+  },
+  'finish-repair': (r) => {
+    switch (r.code(SCRIPT_CODES['finish-repair'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'finished' });
+      case ScriptCode.NO_REPAIR_MARKER:
+        return r.done({ kind: 'no-repair-marker' });
+    }
+  },
+};
+
+const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
+
+/** Reads one reply array field by field, checking shapes; every shape error is a MalformedReplyError. */
+class ReplyReader {
+  private readonly items: readonly unknown[];
+  private used = 1;
+
+  constructor(
+    private readonly script: ScriptName,
+    private readonly reply: unknown,
+  ) {
+    if (!Array.isArray(reply) || reply.length === 0) throw this.malformed('expected a non-empty array');
+    this.items = reply;
+  }
+
+  code<C extends ScriptCode>(allowed: readonly C[]): C {
+    const code = this.items[0];
+    if (typeof code !== 'number' || !(allowed as readonly number[]).includes(code)) {
+      throw this.malformed(`unexpected code ${JSON.stringify(code)}`);
+    }
+    return code as C;
+  }
+
+  private at(index: number): unknown {
+    if (index >= this.items.length) throw this.malformed(`missing field ${index}`);
+    this.used = Math.max(this.used, index + 1);
+    return this.items[index];
+  }
+
+  integer(index: number): number {
+    const value = this.at(index);
+    if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+      throw this.malformed(`field ${index} must be an integer`);
+    }
+    return value;
+  }
+
+  flag(index: number): boolean {
+    const value = this.integer(index);
+    if (value !== 0 && value !== 1) throw this.malformed(`field ${index} must be 0 or 1`);
+    return value === 1;
+  }
+
+  /** A token register value: a decimal string from 0 to 2^63 − 1. */
+  register(index: number): bigint {
+    const value = this.at(index);
+    const text = Buffer.isBuffer(value) ? value.toString('utf8') : value;
+    if (typeof text !== 'string' || !DECIMAL.test(text)) {
+      throw this.malformed(`field ${index} must be a decimal token`);
+    }
+    const parsed = BigInt(text);
+    if (parsed > MAX_TOKEN) throw this.malformed(`field ${index} exceeds 2^63-1`);
+    return parsed;
+  }
+
+  /** A token, or '' for none. */
+  optionalToken(index: number): bigint | null {
+    const value = this.at(index);
+    if (value === '') return null;
+    const token = this.register(index);
+    return token === 0n ? null : token;
+  }
+
+  done<T>(result: T): T {
+    if (this.items.length !== this.used) throw this.malformed(`expected ${this.used} fields`);
+    return result;
+  }
+
+  private malformed(detail: string): MalformedReplyError {
+    return new MalformedReplyError(this.script, this.reply, detail);
+  }
+}

@@ -1,0 +1,75 @@
+import { MAX_TOKEN } from '@fenced/shared';
+
+/** How many resources a process remembers registers for (the least recently used is forgotten first). */
+const REMEMBERED_RESOURCES = 10_000;
+
+interface Memory {
+  /** Highest register value a node reported for the resource. */
+  seen: bigint;
+  /** Highest value this process proposed for the resource. */
+  proposed: bigint;
+}
+
+/**
+ * Chooses token proposals (DESIGN §3). A proposal is only a guess: safety comes from the majority of promises,
+ * never from the guess. A good guess lets the common case finish in one round trip:
+ * `max(last register value seen for the resource + 1, time floor, last proposal for it + 1)`.
+ *
+ * The time floor `Date.now() << 20` (about 2^60.6 today, 2^63 in the year 2248) starts a fresh process above
+ * the tokens other processes minted before, and leaves 2^20 tokens per millisecond. A wrong clock only costs a
+ * second round, never safety; a floor above 2^63 − 1 is ignored.
+ */
+export class TokenProposer {
+  private readonly memory = new Map<string, Memory>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** The round-one guess for a resource; `null` when no larger token fits in 64 bits. */
+  firstGuess(resource: string): bigint | null {
+    const m = this.remember(resource);
+    const floor = BigInt(Math.max(0, Math.floor(this.now()))) << 20n;
+    const candidate = max(m.seen + 1n, m.proposed + 1n, floor <= MAX_TOKEN ? floor : 0n);
+    return this.propose(m, candidate);
+  }
+
+  /** A proposal above every register value seen and above `previous`; `null` when exhausted. */
+  nextAbove(resource: string, previous: bigint): bigint | null {
+    const m = this.remember(resource);
+    return this.propose(m, max(m.seen, m.proposed, previous) + 1n);
+  }
+
+  /** Records a register value a node reported (when promising, refusing or granting). */
+  observe(resource: string, cur: bigint): void {
+    const m = this.remember(resource);
+    if (cur > m.seen) m.seen = cur;
+  }
+
+  lastSeen(resource: string): bigint {
+    return this.memory.get(resource)?.seen ?? 0n;
+  }
+
+  private propose(m: Memory, candidate: bigint): bigint | null {
+    if (candidate > MAX_TOKEN) return null;
+    m.proposed = candidate;
+    return candidate;
+  }
+
+  private remember(resource: string): Memory {
+    let m = this.memory.get(resource);
+    if (m !== undefined) {
+      this.memory.delete(resource); // re-insert: Map order is the recency order
+    } else {
+      m = { seen: 0n, proposed: 0n };
+      if (this.memory.size >= REMEMBERED_RESOURCES) {
+        const oldest = this.memory.keys().next();
+        if (!oldest.done) this.memory.delete(oldest.value);
+      }
+    }
+    this.memory.set(resource, m);
+    return m;
+  }
+}
+
+function max(...values: bigint[]): bigint {
+  return values.reduce((a, b) => (a > b ? a : b));
+}
