@@ -1,0 +1,106 @@
+import { InvalidRequestError } from '@fenced/shared';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { z } from 'zod';
+import { SCHEMA_NAME } from '../options.js';
+
+/** Options of {@link createDatabase}. */
+export interface DatabaseOptions {
+  /** `postgres://user@host:port/database`. */
+  connectionString: string;
+  /**
+   * Schema that unqualified table names resolve to (the connections' `search_path`): usually the same as the
+   * store's `schema`, so the application's tables and the store's live together. A lower-case SQL identifier.
+   * @defaultValue undefined (the server's default search_path)
+   */
+  searchPath?: string;
+  /**
+   * Pool size. Each guarded transaction holds one connection from its first statement to its COMMIT.
+   * @defaultValue 10
+   */
+  maxConnections?: number;
+  /**
+   * Upper bound for opening a connection.
+   * @defaultValue 10_000
+   */
+  connectionTimeoutMs?: number;
+  /**
+   * `application_name`, shown in `pg_stat_activity`.
+   * @defaultValue 'fenced-guarded-store'
+   */
+  applicationName?: string;
+  /**
+   * Called when a connection fails outside of any query (the server ended an idle-in-transaction session, a
+   * restart, a network error). The failure also surfaces as a typed error on the next statement of that
+   * connection; this hook is for logging. Without it such errors are dropped instead of crashing the process.
+   * @defaultValue undefined
+   */
+  onConnectionError?: (error: Error) => void;
+}
+
+/** Defaults of the options that have one (`searchPath` and `onConnectionError` default to absent). */
+export const DATABASE_DEFAULTS = Object.freeze({
+  maxConnections: 10,
+  connectionTimeoutMs: 10_000,
+  applicationName: 'fenced-guarded-store',
+} as const satisfies Required<
+  Omit<DatabaseOptions, 'connectionString' | 'searchPath' | 'onConnectionError'>
+>);
+
+const PG_INT8_OID = 20;
+
+const parseBigInt = (text: string): bigint => BigInt(text);
+
+/** pg's type parsers, except int8 (text format) → `bigint` instead of a string. */
+const int8AsBigInt = ((oid: number, format?: 'text' | 'binary'): unknown =>
+  oid === PG_INT8_OID && format !== 'binary'
+    ? parseBigInt
+    : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser;
+
+const databaseOptionsSchema = z.object({
+  connectionString: z
+    .string({ error: 'connectionString must be a string' })
+    .regex(/^postgres(ql)?:\/\//, { error: 'connectionString must be a postgres:// or postgresql:// URL' }),
+  searchPath: z
+    .string()
+    .regex(SCHEMA_NAME, { error: 'searchPath must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)' })
+    .optional(),
+  maxConnections: z.number().int().min(1, { error: 'maxConnections must be a whole number ≥ 1' }),
+  connectionTimeoutMs: z.number().int().min(1, { error: 'connectionTimeoutMs must be a whole number ≥ 1' }),
+  applicationName: z.string().max(63, { error: 'applicationName must be at most 63 characters' }),
+  onConnectionError: z.function().optional(),
+});
+
+/**
+ * Builds a Kysely instance over a new `pg` pool, set up the way the guard expects:
+ * - `bigint` columns (int8) come back as JS `bigint`, never `number` (tokens reach 2^63 − 1);
+ * - `search_path` set at connection start-up when `searchPath` is given;
+ * - connection errors outside queries are caught (pg would otherwise crash the process with an unhandled
+ *   'error' event, e.g. when Postgres ends an idle-in-transaction session).
+ *
+ * The caller owns the result: `await db.destroy()` closes the pool.
+ * @throws InvalidRequestError for bad options.
+ */
+export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
+  const defined = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  const parsed = databaseOptionsSchema.safeParse({ ...DATABASE_DEFAULTS, ...defined });
+  if (!parsed.success) {
+    throw new InvalidRequestError(parsed.error.issues[0]?.message ?? 'invalid database options');
+  }
+  const resolved = parsed.data;
+  const onConnectionError = options.onConnectionError ?? (() => undefined);
+  const pool = new pg.Pool({
+    connectionString: resolved.connectionString,
+    max: resolved.maxConnections,
+    connectionTimeoutMillis: resolved.connectionTimeoutMs,
+    application_name: resolved.applicationName,
+    ...(resolved.searchPath === undefined ? {} : { options: `-c search_path=${resolved.searchPath}` }),
+    types: { getTypeParser: int8AsBigInt },
+  });
+  // Idle clients: pg-pool re-emits their errors on the pool. Checked-out clients: pg emits on the client.
+  pool.on('error', onConnectionError);
+  pool.on('connect', (client) => {
+    client.on('error', onConnectionError);
+  });
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+}

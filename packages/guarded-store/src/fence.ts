@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import { InvalidRequestError, assertToken, validateResourceName, type FencedLease } from '@fenced/shared';
+
+/**
+ * What a guarded transaction presents for one resource: the token of the lease it acts under and, optionally,
+ * the lease's id.
+ */
+export interface Fence {
+  readonly resource: string;
+  readonly token: bigint;
+  /**
+   * The lease this write belongs to. An equal token is accepted only from the same lease, so a lease that
+   * writes more than once with its token must name itself; without a lease id an equal token is refused.
+   * Only a sha256 digest is stored.
+   */
+  readonly leaseId?: string | undefined;
+}
+
+/** A {@link Fence}, or a lease from the coordinator (anything with `resource`, `id` and `token`). */
+export type FenceLike = Fence | FencedLease;
+
+/** A validated fence, ready for the fence statement. */
+export interface NormalizedFence {
+  readonly resource: string;
+  readonly token: bigint;
+  /** sha256 of the lease id, or null without one. */
+  readonly leaseIdHash: Buffer | null;
+}
+
+const MAX_LEASE_ID_BYTES = 1024;
+
+/**
+ * Validates one fence or several and returns them sorted by resource (UTF-8 byte order, the same in every
+ * process), the order in which their fence rows are locked: two transactions over overlapping sets of
+ * resources then always lock in the same order and cannot deadlock on the fences.
+ * @throws InvalidRequestError for a bad resource, token or lease id, an empty list or a repeated resource.
+ */
+export function normalizeFences(target: FenceLike | readonly FenceLike[]): NormalizedFence[] {
+  const list: readonly FenceLike[] = isFenceList(target) ? target : [target];
+  if (list.length === 0) throw new InvalidRequestError('a guarded transaction needs at least one fence');
+  const fences = list.map(normalizeFence);
+  fences.sort((a, b) => Buffer.compare(Buffer.from(a.resource, 'utf8'), Buffer.from(b.resource, 'utf8')));
+  for (let i = 1; i < fences.length; i++) {
+    if (fences[i]!.resource === fences[i - 1]!.resource) {
+      throw new InvalidRequestError('each resource may appear only once in a guarded transaction');
+    }
+  }
+  return fences;
+}
+
+function isFenceList(target: FenceLike | readonly FenceLike[]): target is readonly FenceLike[] {
+  return Array.isArray(target);
+}
+
+function normalizeFence(fence: FenceLike): NormalizedFence {
+  if (typeof fence !== 'object' || fence === null) {
+    throw new InvalidRequestError('a fence must be an object with resource and token');
+  }
+  const resource = validateResourceName(fence.resource);
+  const token = assertToken(fence.token);
+  const leaseId = 'leaseId' in fence ? fence.leaseId : 'id' in fence ? fence.id : undefined;
+  return { resource, token, leaseIdHash: leaseId === undefined ? null : hashLeaseId(leaseId) };
+}
+
+/** The digest stored in `fence.lease_id_hash`. */
+export function hashLeaseId(leaseId: unknown): Buffer {
+  if (
+    typeof leaseId !== 'string' ||
+    leaseId.length === 0 ||
+    Buffer.byteLength(leaseId) > MAX_LEASE_ID_BYTES
+  ) {
+    throw new InvalidRequestError(`lease id must be a string of 1 to ${MAX_LEASE_ID_BYTES} bytes`);
+  }
+  return createHash('sha256').update(leaseId, 'utf8').digest();
+}
+
+const OP_ID = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * An operation id is 1–255 visible ASCII characters (what an `Idempotency-Key` header can carry).
+ * @throws InvalidRequestError otherwise.
+ */
+export function validateOpId(opId: unknown): string {
+  if (typeof opId !== 'string' || !OP_ID.test(opId)) {
+    throw new InvalidRequestError('operation id must be 1 to 255 visible ASCII characters (no spaces)');
+  }
+  return opId;
+}

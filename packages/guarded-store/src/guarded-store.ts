@@ -1,0 +1,269 @@
+import { StaleTokenError, formatToken, validateResourceName } from '@fenced/shared';
+import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
+import { classifyPostgresError } from './db/postgres-errors.js';
+import { normalizeFences, validateOpId, type FenceLike, type NormalizedFence } from './fence.js';
+import type { JsonCompatible, JsonValue } from './json.js';
+import { migrate, type MigrationReport } from './migrate.js';
+import {
+  resolveGuardedStoreOptions,
+  type GuardedStoreOptions,
+  type ResolvedGuardedStoreOptions,
+} from './options.js';
+
+/** Options of one guarded transaction. */
+export interface RunOptions {
+  /**
+   * Operation id (G5): when a transaction with this id already committed on the fenced resource, `run` returns
+   * that transaction's result and does not call the callback again. The result must therefore be JSON
+   * (`JsonCompatible`); a replay returns the parsed JSON. 1–255 visible ASCII characters.
+   */
+  opId?: string;
+}
+
+/** The current fence of a resource, as `fenceOf` reports it. Never carries the lease. */
+export interface FenceState {
+  readonly resource: string;
+  readonly token: bigint;
+  readonly updatedAt: Date;
+}
+
+/** A guarded callback: its reads and writes run in the guarded transaction `trx` (G4). */
+export type GuardedCallback<DB, T> = (trx: Transaction<DB>) => Promise<T>;
+
+type Phase = 'begin' | 'work' | 'commit';
+
+/**
+ * Data access behind fencing tokens (DESIGN §4). The only way to write is {@link GuardedStore.run}: one
+ * transaction that first raises the fences of its resources (or fails with `StaleTokenError` before anything
+ * else happens) and then runs the caller's reads and writes. {@link GuardedStore.read} is read-only, enforced
+ * by Postgres. {@link GuardedStore.dangerouslyRunUnguarded} exists for negative controls and maintenance.
+ *
+ * The store does not own `db`; destroy it yourself. Build it with `createDatabase` (bigint tokens, search_path)
+ * or bring your own Kysely over `pg`.
+ */
+export class GuardedStore<DB> {
+  readonly options: ResolvedGuardedStoreOptions;
+  readonly #db: Kysely<DB>;
+  readonly #fenceTable;
+  readonly #operationTable;
+
+  constructor(db: Kysely<DB>, options: GuardedStoreOptions = {}) {
+    this.options = resolveGuardedStoreOptions(options);
+    this.#db = db;
+    this.#fenceTable = sql.id(this.options.schema, 'fence');
+    this.#operationTable = sql.id(this.options.schema, 'fence_operation');
+  }
+
+  /** Creates or updates the store's tables in its schema (see `migrate`). Safe to run concurrently. */
+  migrate(): Promise<MigrationReport> {
+    return migrate(this.#db, { schema: this.options.schema });
+  }
+
+  /**
+   * Runs `fn` in one guarded transaction on the resources of `fence` (one fence, a coordinator lease, or a list
+   * for several resources at once). In order:
+   *
+   * 1. One statement raises every fence row to its token — only if the stored token is lower, or equal and from
+   *    the same lease — and so locks the rows, in resource order. Zero rows for a resource means the token is
+   *    stale: the transaction rolls back and `StaleTokenError` (presented and current token) is thrown, before
+   *    `fn` runs. Under READ COMMITTED, a statement that waited for a concurrent holder's row lock re-checks the
+   *    condition against the row that holder committed, so no SERIALIZABLE is needed.
+   * 2. With `opId`: a committed operation with that id returns its stored result; `fn` does not run.
+   * 3. `fn(trx)`: do the reads and the writes of the critical section here, on `trx`.
+   * 4. With `opId`: the result is recorded, then COMMIT. The fence row locks are held until then, so the
+   *    guarded transactions of a resource commit one at a time in token order (G1).
+   *
+   * An equal token is accepted only from the same lease: a fence without `leaseId` (or lease `id`) cannot pass
+   * an equal token, so a lease that writes more than once must name itself.
+   *
+   * @throws StaleTokenError fenced off; nothing was written.
+   * @throws InvalidRequestError a bad resource, token, lease id or op id; nothing was sent to Postgres.
+   * @throws StorageError subclasses for classified Postgres failures (lock timeout, deadlock, lost connection …);
+   *   other errors, the callback's own included, propagate unchanged after the rollback.
+   */
+  run<T>(fence: FenceLike | readonly FenceLike[], fn: GuardedCallback<DB, T>): Promise<T>;
+  run<T>(
+    fence: FenceLike | readonly FenceLike[],
+    fn: GuardedCallback<DB, T & JsonCompatible<T>>,
+    options: RunOptions,
+  ): Promise<T>;
+  async run<T>(
+    fence: FenceLike | readonly FenceLike[],
+    fn: GuardedCallback<DB, T>,
+    options?: RunOptions,
+  ): Promise<T> {
+    const fences = normalizeFences(fence);
+    const opId = options?.opId === undefined ? undefined : validateOpId(options.opId);
+    return this.#transaction('read write', async (trx) => {
+      const raised = await this.#raiseFences(trx, fences);
+      if (raised.size < fences.length) {
+        // A retry whose first attempt committed before a successor fenced in still gets its answer.
+        const replay = opId === undefined ? undefined : await this.#findOperation(trx, fences, opId);
+        if (replay !== undefined) return { rollback: true, value: replay.result as T };
+        throw await this.#staleTokenError(trx, fences, raised);
+      }
+      if (opId !== undefined) {
+        // A separate statement, after the fence: the fence statement's snapshot predates its lock wait, so it
+        // could miss an operation committed by the holder it waited for. This one sees it.
+        const replay = await this.#findOperation(trx, fences, opId);
+        if (replay !== undefined) return { rollback: true, value: replay.result as T };
+      }
+      const value = await fn(trx);
+      if (opId !== undefined) await this.#recordOperation(trx, fences, opId, value);
+      return { rollback: false, value };
+    });
+  }
+
+  /**
+   * Fence-in (G3): the empty guarded transaction a new holder commits as soon as it has its lease. Once it
+   * returns, no guarded transaction of an earlier grant on the resource can commit.
+   * @throws StaleTokenError when a later grant already fenced in.
+   */
+  async fenceIn(lease: FenceLike): Promise<void> {
+    await this.run(lease, () => Promise.resolve(undefined));
+  }
+
+  /**
+   * A read-only transaction (Postgres refuses writes in it with `ReadOnlyTransactionError`). Reads here are
+   * not fenced and may be stale by the time anything acts on them: a read that a guarded write depends on
+   * belongs inside that write's `run` (G4).
+   */
+  read<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.#transaction('read only', async (trx) => ({ rollback: false, value: await fn(trx) }));
+  }
+
+  /**
+   * A read-write transaction with NO fence: stale writers are not refused. For negative controls that must
+   * show what the guard prevents, and for maintenance that holds no lease. Never for application writes.
+   */
+  dangerouslyRunUnguarded<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.#transaction('read write', async (trx) => ({ rollback: false, value: await fn(trx) }));
+  }
+
+  /** The resource's current fence (highest committed token), or `undefined` if no guarded write reached it. */
+  async fenceOf(resource: string): Promise<FenceState | undefined> {
+    validateResourceName(resource);
+    try {
+      const { rows } = await sql<{ token: string; updated_at: Date }>`
+        select token::text as token, updated_at from ${this.#fenceTable} where resource = ${resource}`.execute(
+        this.#db,
+      );
+      const row = rows[0];
+      return row === undefined
+        ? undefined
+        : { resource, token: BigInt(row.token), updatedAt: row.updated_at };
+    } catch (error) {
+      throw classifyPostgresError(error) ?? error;
+    }
+  }
+
+  /**
+   * Begin, `body`, COMMIT (or ROLLBACK when `body` asks or throws); Postgres errors classified. A ControlledTransaction
+   * rather than `transaction().execute()` so that a failed ROLLBACK on a dead connection cannot replace the error
+   * that caused it, and so that we know whether the COMMIT was in flight when a connection died.
+   */
+  async #transaction<T>(
+    accessMode: 'read only' | 'read write',
+    body: (trx: Transaction<DB>) => Promise<{ rollback: boolean; value: T }>,
+  ): Promise<T> {
+    let phase: Phase = 'begin';
+    let trx: ControlledTransaction<DB> | undefined;
+    try {
+      trx = await this.#db
+        .startTransaction()
+        .setIsolationLevel(this.options.isolationLevel)
+        .setAccessMode(accessMode)
+        .execute();
+      phase = 'work';
+      const { rollback, value } = await body(trx);
+      if (rollback) {
+        await trx.rollback().execute();
+      } else {
+        phase = 'commit';
+        await trx.commit().execute();
+      }
+      return value;
+    } catch (error) {
+      if (trx !== undefined && !trx.isCommitted && !trx.isRolledBack) {
+        // Also releases the connection; on a dead connection pg-pool discards it.
+        await trx
+          .rollback()
+          .execute()
+          .catch(() => undefined);
+      }
+      throw classifyPostgresError(error, phase === 'commit') ?? error;
+    }
+  }
+
+  /**
+   * The fence statement. The settings come first, in the same round trip: `lock_timeout` must already apply
+   * when the insert waits for a concurrent holder's row lock, and `synchronous_commit = on` makes the COMMIT
+   * durable before it is acknowledged (G1 assumes it, whatever the server or role default). The CTE is joined,
+   * so it runs before the first row is inserted; `order by ord` makes the row locks follow the sorted order.
+   * @returns the resources whose fence was raised (or re-entered by the same lease).
+   */
+  async #raiseFences(trx: Transaction<DB>, fences: readonly NormalizedFence[]): Promise<Set<string>> {
+    const rows = fences.map(
+      (f, i) =>
+        sql`(${f.resource}::text, ${formatToken(f.token)}::bigint, ${f.leaseIdHash}::bytea, ${i}::int)`,
+    );
+    const { rows: raised } = await sql<{ resource: string }>`
+      with guard_settings as materialized (
+        select set_config('lock_timeout', ${String(this.options.lockTimeoutMs)}, true),
+               set_config('idle_in_transaction_session_timeout', ${String(this.options.idleInTransactionTimeoutMs)}, true),
+               set_config('synchronous_commit', 'on', true)
+      )
+      insert into ${this.#fenceTable} as f (resource, token, lease_id_hash)
+      select v.resource, v.token, v.lease_id_hash
+        from guard_settings cross join (values ${sql.join(rows)}) as v (resource, token, lease_id_hash, ord)
+       order by v.ord
+      on conflict (resource) do update
+         set token = excluded.token, lease_id_hash = excluded.lease_id_hash, updated_at = now()
+       where f.token < excluded.token
+          or (f.token = excluded.token and f.lease_id_hash = excluded.lease_id_hash)
+      returning f.resource`.execute(trx);
+    return new Set(raised.map((row) => row.resource));
+  }
+
+  /** Reads the current tokens (a new statement: it sees what the holders we waited for committed). */
+  async #staleTokenError(
+    trx: Transaction<DB>,
+    fences: readonly NormalizedFence[],
+    raised: ReadonlySet<string>,
+  ): Promise<StaleTokenError> {
+    const stale = fences.find((f) => !raised.has(f.resource))!;
+    const { rows } = await sql<{ token: string }>`
+      select token::text as token from ${this.#fenceTable} where resource = ${stale.resource}`.execute(trx);
+    const current = rows[0] === undefined ? 0n : BigInt(rows[0].token);
+    return new StaleTokenError(stale.resource, stale.token, current);
+  }
+
+  async #findOperation(
+    trx: Transaction<DB>,
+    fences: readonly NormalizedFence[],
+    opId: string,
+  ): Promise<{ result: JsonValue | undefined } | undefined> {
+    const { rows } = await sql<{ result: string | null }>`
+      select result::text as result from ${this.#operationTable}
+       where op_id = ${opId} and resource = any(${fences.map((f) => f.resource)}::text[])
+       limit 1`.execute(trx);
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return { result: row.result === null ? undefined : (JSON.parse(row.result) as JsonValue) };
+  }
+
+  /** One row per fenced resource, written while their fence rows are locked, committed with the write. */
+  async #recordOperation(
+    trx: Transaction<DB>,
+    fences: readonly NormalizedFence[],
+    opId: string,
+    value: unknown,
+  ): Promise<void> {
+    const json = value === undefined ? null : JSON.stringify(value);
+    await sql`
+      insert into ${this.#operationTable} (resource, op_id, token, result)
+      select r.resource, ${opId}, r.token, ${json}::jsonb
+        from unnest(${fences.map((f) => f.resource)}::text[], ${fences.map((f) => formatToken(f.token))}::bigint[])
+             as r (resource, token)`.execute(trx);
+  }
+}

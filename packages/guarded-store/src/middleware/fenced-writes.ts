@@ -1,0 +1,123 @@
+import {
+  FENCING_LEASE_ID_HEADER,
+  FENCING_TOKEN_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
+  InternalError,
+  InvalidRequestError,
+  MissingTokenError,
+  isFencedError,
+  parseToken,
+  validateResourceName,
+} from '@fenced/shared';
+import type { Request, RequestHandler, Response } from 'express';
+import { validateOpId } from '../fence.js';
+import type { GuardedCallback, GuardedStore } from '../guarded-store.js';
+import type { JsonCompatible } from '../json.js';
+import { sendHttpError, toHttpError } from './http-errors.js';
+
+/** The guarded write a request may make, handed to the route by {@link fencedWrites}. */
+export interface GuardedWrite<DB> {
+  readonly resource: string;
+  readonly token: bigint;
+  /** From `Idempotency-Key`, when the client sent one. */
+  readonly opId: string | undefined;
+  /**
+   * Runs `fn` in the request's guarded transaction (see `GuardedStore.run`). With an `Idempotency-Key` a retry
+   * returns the first result, so `fn` returns JSON. Let its errors reach `fencedErrorHandler` (a stale token
+   * becomes 409 STALE_TOKEN).
+   */
+  run<T>(fn: GuardedCallback<DB, T & JsonCompatible<T>>): Promise<T>;
+}
+
+/** Options of {@link fencedWrites}. */
+export interface FencedWritesOptions<DB> {
+  store: GuardedStore<DB>;
+  /** The resource the request writes, e.g. `(req) => \`document:${req.params.id}\``. Validated per request. */
+  resource: (req: Request) => string;
+}
+
+const LOCALS_KEY = 'fencedGuardedWrite';
+
+/**
+ * Express middleware for guarded writes (DESIGN §5). It reads `Fencing-Token` (required), `Fencing-Lease-Id`
+ * and `Idempotency-Key` (optional) and answers by itself, before the route runs and so before anything is
+ * written: 428 MISSING_TOKEN without a token, 400 INVALID_REQUEST for a malformed or repeated header or a bad
+ * resource. Otherwise the route gets its {@link GuardedWrite} from `guardedWrite(res)`; the fence is checked
+ * when the route calls `run`, inside the write's transaction, and a stale token reaches `fencedErrorHandler`
+ * as 409 STALE_TOKEN with nothing written.
+ */
+export function fencedWrites<DB>(options: FencedWritesOptions<DB>): RequestHandler {
+  const { store, resource: resourceOf } = options;
+  return (req, res, next) => {
+    let write: GuardedWrite<DB>;
+    try {
+      const tokenText = singleHeader(req, FENCING_TOKEN_HEADER);
+      if (tokenText === undefined) throw new MissingTokenError();
+      const token = parseToken(tokenText, `${FENCING_TOKEN_HEADER} header`);
+      const leaseId = singleHeader(req, FENCING_LEASE_ID_HEADER);
+      if (leaseId !== undefined) validateLeaseIdHeader(leaseId);
+      const opIdText = singleHeader(req, IDEMPOTENCY_KEY_HEADER);
+      const opId = opIdText === undefined ? undefined : validateIdempotencyKey(opIdText);
+      const resource = validateResourceName(resourceOf(req));
+      const fence = { resource, token, leaseId };
+      write = Object.freeze({
+        resource,
+        token,
+        opId,
+        run: <T>(fn: GuardedCallback<DB, T & JsonCompatible<T>>): Promise<T> =>
+          opId === undefined ? store.run(fence, fn) : store.run(fence, fn, { opId }),
+      });
+    } catch (error) {
+      if (isFencedError(error)) {
+        sendHttpError(res, toHttpError(error));
+        return;
+      }
+      next(error);
+      return;
+    }
+    res.locals[LOCALS_KEY] = write;
+    next();
+  };
+}
+
+/**
+ * The request's guarded write, set by {@link fencedWrites}.
+ * @throws InternalError when the route is not behind `fencedWrites` (a wiring mistake).
+ */
+export function guardedWrite<DB>(res: Response): GuardedWrite<DB> {
+  const write = res.locals[LOCALS_KEY] as GuardedWrite<DB> | undefined;
+  if (write === undefined) throw new InternalError('route is not behind fencedWrites()');
+  return write;
+}
+
+/**
+ * The header's value if it appears once. Node joins repeated custom headers into one string with ', ', so
+ * `headersDistinct` is what tells "sent twice" apart from "one malformed value".
+ */
+function singleHeader(req: Request, name: string): string | undefined {
+  const values = req.headersDistinct[name.toLowerCase()];
+  if (values === undefined || values.length === 0) return undefined;
+  if (values.length > 1)
+    throw new InvalidRequestError(`${name} header must appear once, got ${values.length}`);
+  return values[0];
+}
+
+const VISIBLE_ASCII = /^[\x21-\x7e]{1,255}$/;
+
+function validateLeaseIdHeader(value: string): void {
+  if (!VISIBLE_ASCII.test(value)) {
+    throw new InvalidRequestError(
+      `${FENCING_LEASE_ID_HEADER} header must be 1 to 255 visible ASCII characters`,
+    );
+  }
+}
+
+function validateIdempotencyKey(value: string): string {
+  try {
+    return validateOpId(value);
+  } catch {
+    throw new InvalidRequestError(
+      `${IDEMPOTENCY_KEY_HEADER} header must be 1 to 255 visible ASCII characters`,
+    );
+  }
+}
