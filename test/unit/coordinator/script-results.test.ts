@@ -1,0 +1,86 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { MalformedReplyError } from '@fenced/coordinator';
+import {
+  interpretReply,
+  SCRIPT_CODES,
+  ScriptCode,
+  type ScriptName,
+} from '../../../packages/coordinator/src/redlock/script-results.js';
+import { SCRIPT_NAMES, scriptUrl } from '../../../packages/coordinator/src/redlock/scripts.js';
+
+/** A well-formed sample reply for every (script, code) pair the contracts allow. */
+const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
+  acquire: { 1: [1, 1, '42'], 2: [2, 1500, '9223372036854775807'], 3: [3], 4: [4] },
+  promise: { 1: [1, '43'], 5: [5, '44'], 3: [3], 4: [4] },
+  extend: { 1: [1, '42'], 2: [2], 3: [3] },
+  release: { 1: [1], 2: [2] },
+  inspect: { 1: [1, 1, '42'], 3: [3] },
+  'repair-token': { 1: [1, '42'], 4: [4], 6: [6] },
+  'finish-repair': { 1: [1], 6: [6] },
+};
+
+describe('script result codes', () => {
+  it('lists, for every script, exactly the codes its Lua source returns', () => {
+    for (const name of SCRIPT_NAMES) {
+      const lua = readFileSync(scriptUrl(name), 'utf8');
+      const returned = new Set([...lua.matchAll(/return \{(\d+)/g)].map((m) => Number(m[1])));
+      expect([...returned].sort(), name).toEqual([...SCRIPT_CODES[name]].sort());
+    }
+  });
+
+  it('opens every script with its KEYS/ARGV/returns contract', () => {
+    for (const name of SCRIPT_NAMES) {
+      const lua = readFileSync(scriptUrl(name), 'utf8');
+      const header = lua.slice(0, lua.indexOf('\n\n'));
+      expect(header, name).toMatch(/^-- /);
+      expect(lua, name).toMatch(/-- KEYS\[1\]/);
+      expect(lua, name).toMatch(/-- Returns/);
+    }
+  });
+
+  it('maps every code of every script to a result', () => {
+    for (const name of SCRIPT_NAMES) {
+      for (const code of SCRIPT_CODES[name]) {
+        const sample = SAMPLES[name][code];
+        expect(sample, `${name} code ${code}`).toBeDefined();
+        expect(() => interpretReply(name, sample), `${name} code ${code}`).not.toThrow();
+      }
+    }
+  });
+
+  it('reads fields into typed results, tokens as bigint', () => {
+    expect(interpretReply('acquire', [1, 0, '9007199254740993'])).toEqual({
+      kind: 'granted',
+      promised: false,
+      cur: 9_007_199_254_740_993n,
+    });
+    expect(interpretReply('acquire', [2, -1, '0'])).toEqual({ kind: 'held', pttlMs: -1, cur: 0n });
+    expect(interpretReply('extend', [1, ''])).toEqual({ kind: 'extended', token: null });
+    expect(interpretReply('inspect', [1, 0, ''])).toEqual({ kind: 'view', held: false, token: null });
+    expect(interpretReply('promise', [5, '77'])).toEqual({ kind: 'refused', cur: 77n });
+  });
+
+  it('turns malformed replies into MalformedReplyError instead of crashing', () => {
+    const malformed: Array<[ScriptName, unknown]> = [
+      ['acquire', null],
+      ['acquire', 'OK'],
+      ['acquire', []],
+      ['acquire', [9]],
+      ['acquire', [ScriptCode.OK, 1]],
+      ['acquire', [ScriptCode.OK, 2, '5']],
+      ['acquire', [ScriptCode.OK, 1, 5]],
+      ['acquire', [ScriptCode.OK, 1, '05']],
+      ['acquire', [ScriptCode.OK, 1, '9223372036854775808']],
+      ['acquire', [ScriptCode.HELD, 'soon', '5']],
+      ['acquire', [ScriptCode.NOT_INITIALIZED, 'extra']],
+      ['promise', [ScriptCode.HELD]],
+      ['release', [ScriptCode.REFUSED]],
+      ['extend', [ScriptCode.OK, '-1']],
+      ['inspect', [ScriptCode.OK, 1]],
+    ];
+    for (const [name, reply] of malformed) {
+      expect(() => interpretReply(name, reply), JSON.stringify(reply)).toThrow(MalformedReplyError);
+    }
+  });
+});
