@@ -4,17 +4,23 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { defaultBackend, dockerReachable, onPath, type Backend } from './container-runtime.js';
 import { freePort } from './free-port.js';
+
+/** Where a Postgres server came from: named or found (`external`), a throw-away cluster, or a container. */
+export type PostgresBackendKind = 'external' | 'process' | 'container';
 
 /**
  * A Postgres server the tests, the demo and the benchmarks may use, found or started in this order:
  * `FENCED_DATABASE_URL`; a local server on 127.0.0.1:5432 (trust auth); a throw-away cluster made with
- * `initdb` + `pg_ctl` on a free port, stopped by `stop()` (DESIGN §6).
+ * `initdb` + `pg_ctl` on a free port, stopped by `stop()`; a `postgres:15` container when none of those is
+ * possible and a Docker engine answers (DESIGN §6).
  */
 export interface PostgresServer {
   readonly url: string;
   /** Whether this process started the server (and so stops it). */
   readonly owned: boolean;
+  readonly backend: PostgresBackendKind;
   /** The data directory and `pg_ctl` of an owned cluster, for faults such as killing Postgres (F13). */
   readonly cluster?: { dataDir: string; port: number; pid: () => Promise<number | null> };
   stop(): Promise<void>;
@@ -22,20 +28,83 @@ export interface PostgresServer {
 
 const LOCAL_URLS = ['postgres://postgres@127.0.0.1:5432/postgres', 'postgres://127.0.0.1:5432/postgres'];
 
-export async function findOrStartPostgres(
-  options: { forceThrowaway?: boolean } = {},
-): Promise<PostgresServer> {
+export interface FindOrStartPostgresOptions {
+  /** Always start a throw-away cluster this process owns (e.g. to kill it, F13). @defaultValue `false` */
+  forceThrowaway?: boolean;
+  /**
+   * `process`: a local server or a throw-away cluster, never `FENCED_DATABASE_URL` nor a container;
+   * `container`: a `postgres:15` container; `auto`: the order described on `PostgresServer`, local before
+   * Docker for the reasons given on `chooseRedisBackend`.
+   * @defaultValue `FENCED_TEST_BACKEND`, else `'auto'`
+   */
+  backend?: Backend;
+  /** Image for the container backend. @defaultValue `'postgres:15'` */
+  image?: string;
+}
+
+export async function findOrStartPostgres(options: FindOrStartPostgresOptions = {}): Promise<PostgresServer> {
+  const backend = options.backend ?? defaultBackend();
+  if (backend === 'container') {
+    const docker = await dockerReachable();
+    if (!docker.reachable) throw new Error(`backend: container, but ${docker.reason}`);
+    return startPostgresContainer(options.image ?? 'postgres:15');
+  }
   const fromEnv = process.env.FENCED_DATABASE_URL;
-  if (fromEnv && !options.forceThrowaway) {
+  if (backend === 'auto' && fromEnv && !options.forceThrowaway) {
     if (!(await canConnect(fromEnv)))
       throw new Error('FENCED_DATABASE_URL is set but no server answers there');
-    return { url: fromEnv, owned: false, stop: async () => {} };
+    return { url: fromEnv, owned: false, backend: 'external', stop: async () => {} };
   }
   if (!options.forceThrowaway) {
     for (const url of LOCAL_URLS)
-      if (await canConnect(url)) return { url, owned: false, stop: async () => {} };
+      if (await canConnect(url)) return { url, owned: false, backend: 'external', stop: async () => {} };
+  }
+  if (backend === 'auto' && !(await pgBinary('initdb')) && !options.forceThrowaway) {
+    const docker = await dockerReachable();
+    if (docker.reachable) return startPostgresContainer(options.image ?? 'postgres:15');
   }
   return startThrowawayCluster();
+}
+
+/**
+ * `initdb`/`pg_ctl` from PATH, else from the newest `/usr/lib/postgresql/<version>/bin` (Debian and Ubuntu
+ * keep them off PATH); null when neither has it.
+ */
+async function pgBinary(name: 'initdb' | 'pg_ctl'): Promise<string | null> {
+  if (await onPath(name)) return name;
+  const root = '/usr/lib/postgresql';
+  const versions = await fs.readdir(root).catch(() => [] as string[]);
+  for (const version of versions.sort((a, b) => Number(b) - Number(a))) {
+    const candidate = path.join(root, version, 'bin', name);
+    if (
+      await fs.access(candidate, fs.constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return candidate;
+  }
+  return null;
+}
+
+/** Not exercised on machines without a Docker engine. No fault controls: `cluster` is absent. */
+async function startPostgresContainer(image: string): Promise<PostgresServer> {
+  const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+  // Postgres' defaults are what G1 needs (fsync and synchronous_commit on); they are spelled out anyway.
+  const container = await new PostgreSqlContainer(image)
+    .withDatabase('postgres')
+    .withUsername('postgres')
+    .withPassword('postgres')
+    .withCommand(['postgres', '-c', 'fsync=on', '-c', 'synchronous_commit=on', '-c', 'max_connections=200'])
+    .start();
+  return {
+    url: container.getConnectionUri(),
+    owned: true,
+    backend: 'container',
+    stop: async () => {
+      await container.stop();
+    },
+  };
 }
 
 async function canConnect(url: string): Promise<boolean> {
@@ -68,12 +137,14 @@ function run(command: string, args: string[]): void {
 }
 
 async function startThrowawayCluster(): Promise<PostgresServer> {
+  const initdb = (await pgBinary('initdb')) ?? 'initdb';
+  const pgCtl = (await pgBinary('pg_ctl')) ?? 'pg_ctl';
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'fenced-pg-'));
   if (process.getuid?.() === 0) spawnSync('chown', ['postgres:postgres', dataDir]);
   const port = await freePort();
-  run('initdb', ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
+  run(initdb, ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
   const options = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=200`;
-  run('pg_ctl', ['-D', dataDir, '-o', options, '-l', path.join(dataDir, 'server.log'), '-w', 'start']);
+  run(pgCtl, ['-D', dataDir, '-o', options, '-l', path.join(dataDir, 'server.log'), '-w', 'start']);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const pidOf = async (): Promise<number | null> => {
     try {
@@ -86,10 +157,11 @@ async function startThrowawayCluster(): Promise<PostgresServer> {
   return {
     url,
     owned: true,
+    backend: 'process',
     cluster: { dataDir, port, pid: pidOf },
     stop: async () => {
       await new Promise<void>((resolve) => {
-        const [cmd, argv] = asPostgresUser('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+        const [cmd, argv] = asPostgresUser(pgCtl, ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
         spawn(cmd, argv, { stdio: 'ignore' }).once('exit', () => resolve());
       });
       await fs.rm(dataDir, { recursive: true, force: true });

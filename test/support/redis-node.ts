@@ -60,8 +60,7 @@ export class RedisNode {
 
   /** Arguments for the server; persistence per DESIGN §3 unless a negative control asks otherwise. */
   private args(): string[] {
-    const persistence = this.options.persistence ?? 'fsync-always';
-    const args = [
+    return [
       '--port',
       String(this.port),
       '--bind',
@@ -70,24 +69,13 @@ export class RedisNode {
       this.dataDir,
       '--daemonize',
       'no',
-      '--save',
-      '',
       '--logfile',
       path.join(this.dataDir, 'redis.log'),
-      '--maxmemory-policy',
-      'noeviction',
       '--protected-mode',
       'no',
+      ...redisServerArgs(this.options.persistence ?? 'fsync-always'),
+      ...(this.options.extraArgs ?? []),
     ];
-    if (persistence === 'none') args.push('--appendonly', 'no');
-    else
-      args.push(
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        persistence === 'fsync-always' ? 'always' : 'everysec',
-      );
-    return [...args, ...(this.options.extraArgs ?? [])];
   }
 
   private async spawn(): Promise<void> {
@@ -158,6 +146,23 @@ export class RedisNode {
     this.child = null;
     await fs.rm(this.dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The `redis-server` arguments every node gets wherever it runs (process or container): no RDB snapshots,
+ * `noeviction`, and the append-only file per DESIGN §3 (`fsync-always`) or a weaker setting for a negative
+ * control.
+ */
+export function redisServerArgs(persistence: Persistence = 'fsync-always'): string[] {
+  const args = ['--save', '', '--maxmemory-policy', 'noeviction'];
+  if (persistence === 'none') return [...args, '--appendonly', 'no'];
+  return [
+    ...args,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    persistence === 'fsync-always' ? 'always' : 'everysec',
+  ];
 }
 
 /** Raw RESP PING so readiness does not depend on the client library under test. */
