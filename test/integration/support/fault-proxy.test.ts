@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy, proxyEach } from '../../support/fault-proxy.js';
+import { findOrStartPostgres } from '../../support/postgres.js';
 import { RedisNode } from '../../support/redis-node.js';
 import { NO_REPLY, RespConnection } from '../../support/resp-connection.js';
 
@@ -228,6 +230,33 @@ describe('fault proxy', () => {
     } finally {
       await set.stop();
       await other.stop();
+    }
+  });
+});
+
+describe('fault proxy on the Postgres path', () => {
+  it('holds a query in the network and delivers it on release (F3 shape)', async () => {
+    const server = await findOrStartPostgres();
+    const proxy = await FaultProxy.start({ target: server.url });
+    const client = new pg.Client({ connectionString: proxy.url });
+    try {
+      expect(proxy.url).toMatch(/^postgres(ql)?:\/\/.*127\.0\.0\.1:\d+\//);
+      await client.connect();
+      expect((await client.query<{ one: number }>('select 1 as one')).rows).toEqual([{ one: 1 }]);
+      proxy.setMode('hold');
+      let done = false;
+      const pending = client.query<{ n: number }>('select 2 as n').then((r) => {
+        done = true;
+        return r.rows;
+      });
+      await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+      expect(done).toBe(false);
+      proxy.release();
+      expect(await pending).toEqual([{ n: 2 }]);
+    } finally {
+      await client.end().catch(() => undefined);
+      await proxy.stop();
+      await server.stop();
     }
   });
 });
