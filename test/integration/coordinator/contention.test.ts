@@ -169,6 +169,7 @@ describe('using', () => {
     const resource = unique('using-error');
     await expect(
       coordinator.using(resource, { ttlMs: 5_000 }, async () => {
+        await sleep(1);
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
