@@ -51,14 +51,16 @@ async function build(): Promise<string> {
   for (const dir of candidates) {
     const target = path.join(dir, name);
     if (await exists(target)) return target;
+    // Ends in .so, so a partial file left by a crash is gitignored too.
+    const partial = path.join(dir, `.${process.pid}-${randomBytes(4).toString('hex')}-${name}`);
     try {
       await fs.mkdir(dir, { recursive: true });
-      const partial = path.join(dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}`);
       await gcc(['-O2', '-Wall', '-shared', '-fPIC', '-o', partial, SOURCE, '-ldl']);
       await fs.rename(partial, target);
       return target;
     } catch (error) {
       lastError = error;
+      await fs.rm(partial, { force: true });
     }
   }
   throw new Error(`could not build the clock shim: ${String(lastError)}`, { cause: lastError });
