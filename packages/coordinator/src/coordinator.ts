@@ -324,7 +324,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
         const remaining = deadline - monotonicNow();
         if (remaining <= 0) return null;
         if (subscription === undefined) {
-          subscription = await this.notifier.subscribe(keys.channel);
+          subscription = await this.notifier.subscribe(keys.channel, remaining);
           // Try again at once: a release between the failed attempt and the subscription sent no message we heard.
           continue;
         }

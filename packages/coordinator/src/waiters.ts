@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { withTimeout, type NodeConnection, type NodeErrorSink } from './nodes/node-connection.js';
+import { quorumOf } from './redlock/quorum.js';
 
 /**
  * Wakes waiting acquires when a lease is released (DESIGN §2.7): the release script PUBLISHes on the
@@ -18,31 +19,42 @@ export class ReleaseNotifier {
   ) {}
 
   /**
-   * Subscribes to a channel on every node; resolves once each node confirmed or timed out (a node that did not
-   * confirm only costs the timed fallback). Release messages published after this resolves are not missed.
+   * Subscribes to a channel on every node. Resolves once `N − quorum + 1` nodes confirmed — any release is
+   * published by a majority, so one of them hears it — or after `maxWaitMs` (a node that did not confirm only
+   * costs the timed fallback). Release messages published after enough confirmations are not missed.
    */
-  async subscribe(channel: string): Promise<ReleaseSubscription> {
+  async subscribe(channel: string, maxWaitMs: number): Promise<ReleaseSubscription> {
     const subscription = new ReleaseSubscription(() => this.unsubscribe(channel, subscription));
     let entry = this.waiters.get(channel);
     if (entry === undefined) {
-      const ready = this.closed
-        ? Promise.resolve()
-        : Promise.allSettled(
-            this.nodes.map((node) =>
-              withTimeout(
-                this.subscriber(node).subscribe(channel),
-                this.subscribeTimeoutMs,
-                'subscribe',
-              ).catch((error: unknown) => this.reportError(node.index, 'subscribe', error)),
-            ),
-          );
-      entry = { set: new Set(), ready };
+      entry = { set: new Set(), ready: this.closed ? Promise.resolve() : this.subscribeEverywhere(channel) };
       this.waiters.set(channel, entry);
     }
     entry.set.add(subscription);
-    // Later waiters on the same channel wait for the same confirmation.
-    await entry.ready;
+    // Later waiters on the same channel wait for the same confirmations.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([entry.ready, new Promise((resolve) => (timer = setTimeout(resolve, maxWaitMs)))]);
+    clearTimeout(timer);
     return subscription;
+  }
+
+  private subscribeEverywhere(channel: string): Promise<void> {
+    const needed = Math.min(this.nodes.length, this.nodes.length - quorumOf(this.nodes.length) + 1);
+    return new Promise<void>((resolve) => {
+      let confirmed = 0;
+      let settled = 0;
+      for (const node of this.nodes) {
+        withTimeout(this.subscriber(node).subscribe(channel), this.subscribeTimeoutMs, 'subscribe')
+          .then(
+            () => void confirmed++,
+            (error: unknown) => this.reportError(node.index, 'subscribe', error),
+          )
+          .finally(() => {
+            settled++;
+            if (confirmed >= needed || settled === this.nodes.length) resolve();
+          });
+      }
+    });
   }
 
   private unsubscribe(channel: string, subscription: ReleaseSubscription): void {

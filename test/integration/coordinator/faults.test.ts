@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { Coordinator, type NodeErrorEvent } from '@fenced/coordinator';
+import { LockedError, QuorumUnavailableError } from '@fenced/shared';
+import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { RedisNode } from '../../support/redis-node.js';
+
+let env: RedisNodes;
+const coordinators: Coordinator[] = [];
+const unique = (name: string): string => `${name}-${randomUUID()}`;
+
+function coordinator(options: Partial<ConstructorParameters<typeof Coordinator>[0]> = {}): Coordinator {
+  const c = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 200, ...options });
+  coordinators.push(c);
+  return c;
+}
+
+/** Polls a condition (sequencing, not a timing assertion: the test timeout is the only bound). */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await sleep(50);
+}
+
+beforeAll(async () => {
+  env = await startRedisNodes(5, { useExisting: false });
+});
+
+afterEach(async () => {
+  for (const node of env.nodes) {
+    node.resume();
+    if (!node.running) await node.restart({ keepData: true });
+  }
+  await Promise.all(coordinators.splice(0).map((c) => c.close()));
+});
+
+afterAll(async () => {
+  await env?.stop();
+});
+
+describe('node faults', () => {
+  it('grants with a minority of nodes killed', async () => {
+    const c = coordinator();
+    await c.ready();
+    await env.nodes[3]!.kill();
+    await env.nodes[4]!.kill();
+    const lease = await c.acquire(unique('minority-down'), { ttlMs: 5_000 });
+    expect(lease.remainingMs()).toBeGreaterThan(0);
+    await lease.release();
+  });
+
+  it('fails fast with QuorumUnavailableError when a majority is down, even with a long wait', async () => {
+    const c = coordinator();
+    await c.ready();
+    await Promise.all([2, 3, 4].map((i) => env.nodes[i]!.kill()));
+    // waitMs is ten minutes: only failing fast lets this test finish.
+    const error: unknown = await c
+      .acquire(unique('majority-down'), { ttlMs: 5_000, waitMs: 600_000 })
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(QuorumUnavailableError);
+    expect((error as QuorumUnavailableError).message).toMatch(/quorum is 3 of 5/);
+  });
+
+  it('does not let a paused node stall an acquire', async () => {
+    const c = coordinator();
+    await c.ready();
+    env.nodes[0]!.pause();
+    const resource = unique('paused');
+    const lease = await c.acquire(resource, { ttlMs: 5_000 });
+    // A held resource with a paused node: the wait ends at its deadline with LockedError instead of hanging.
+    await expect(c.acquire(resource, { ttlMs: 5_000, waitMs: 300 })).rejects.toBeInstanceOf(LockedError);
+    await lease.release();
+    env.nodes[0]!.resume();
+  });
+
+  it('emits nodeError events naming the node and the operation', async () => {
+    const c = coordinator();
+    await c.ready();
+    const events: NodeErrorEvent[] = [];
+    c.on('nodeError', (event) => events.push(event));
+    await env.nodes[1]!.kill();
+    const lease = await c.acquire(unique('events'), { ttlMs: 5_000 });
+    await lease.release();
+    expect(events.some((e) => e.node === 1 && e.operation === 'acquire')).toBe(true);
+    expect(events[0]!.address).toBe(`127.0.0.1:${env.nodes[1]!.port}`);
+  });
+});
+
+describe('start-up checks', () => {
+  let unsafe: RedisNode;
+  beforeAll(async () => {
+    unsafe = await RedisNode.start({ persistence: 'none' });
+  });
+  afterAll(async () => {
+    await unsafe?.stop();
+  });
+
+  it('refuses a node without appendonly, naming the setting', async () => {
+    const c = new Coordinator({ nodes: [unsafe.url] });
+    coordinators.push(c);
+    await expect(c.ready()).rejects.toThrow(/appendonly is 'no'; it must be 'yes'/);
+    const [status] = await c.nodeStatus();
+    expect(status).toMatchObject({ reachable: true, configOk: false, voting: false, role: 'master' });
+    expect(status!.problems.join('\n')).toMatch(/appendonly/);
+    await expect(c.acquire(unique('refused'), { ttlMs: 1_000 })).rejects.toBeInstanceOf(
+      QuorumUnavailableError,
+    );
+  });
+
+  it('accepts it with unsafeAllowUnsafeNodes, and still reports the problem', async () => {
+    const c = new Coordinator({ nodes: [unsafe.url], unsafeAllowUnsafeNodes: true });
+    coordinators.push(c);
+    await c.ready();
+    const lease = await c.acquire(unique('unsafe'), { ttlMs: 1_000 });
+    await lease.release();
+    const [status] = await c.nodeStatus();
+    expect(status).toMatchObject({ configOk: false, voting: true });
+    expect(status!.problems.join('\n')).toMatch(/appendonly.*\n?.*unsafeAllowUnsafeNodes/s);
+  });
+
+  it('reports every node as configured and voting on a healthy cluster', async () => {
+    const c = coordinator();
+    const statuses = await c.nodeStatus();
+    expect(statuses.map((s) => [s.node, s.configOk, s.voting, s.reachable, s.problems])).toEqual(
+      env.nodes.map((_, i) => [i, true, true, true, []]),
+    );
+    expect(statuses[0]!.address).toBe(`127.0.0.1:${env.nodes[0]!.port}`);
+  });
+});
+
+describe('a node restarted empty', () => {
+  it('does not vote until it is repaired, then holds every register at least as high as before', async () => {
+    const c = coordinator({ maxTtlMs: 1_000, nodeTimeoutMs: 500 });
+    const resource = unique('restart-empty');
+    let last = 0n;
+    for (let i = 0; i < 3; i++) {
+      const lease = await c.acquire(resource, { ttlMs: 1_000 });
+      last = lease.token;
+      await lease.release();
+    }
+    const beforeRestart = last;
+    const target = env.nodes[1]!;
+    await target.restart({ keepData: false });
+    const direct = new Redis(target.url);
+    try {
+      await eventually(async () => (await c.nodeStatus())[1]!.reachable);
+      const status = (await c.nodeStatus())[1]!;
+      expect(status.voting).toBe(false);
+      expect(status.problems.join('\n')).toMatch(/restarted empty/);
+      // The node itself refuses to vote: every script checks the incarnation key.
+      expect(await direct.exists('fenced:node:incarnation')).toBe(0);
+
+      // The other four still grant, with larger tokens.
+      const during = await c.acquire(resource, { ttlMs: 1_000 });
+      expect(during.token).toBeGreaterThan(last);
+      last = during.token;
+      await during.release();
+
+      await c.repairNode(1);
+      expect((await c.nodeStatus())[1]).toMatchObject({ voting: true, problems: [] });
+      expect(await direct.exists('fenced:node:incarnation')).toBe(1);
+      const copied = await direct.get(`fenced:{${resource}}:token`);
+      expect(copied).not.toBeNull();
+      // The repair read N - quorum + 1 nodes when it started: at least every token granted before the restart.
+      // (Grants made while the node abstained live on majorities without it.)
+      expect(BigInt(copied!)).toBeGreaterThanOrEqual(beforeRestart);
+      const after = await c.acquire(resource, { ttlMs: 1_000 });
+      expect(after.token).toBeGreaterThan(last);
+      await after.release();
+    } finally {
+      direct.disconnect();
+    }
+  });
+});
