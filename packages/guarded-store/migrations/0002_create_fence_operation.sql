@@ -7,8 +7,9 @@ create table fence_operation (
   resource   text        not null,
   op_id      text        not null check (octet_length(op_id) between 1 and 255),
   token      bigint      not null check (token >= 1),
-  -- JSON of the write's result; null when the write returned nothing.
-  result     jsonb,
+  -- JSON text of the write's result, exactly as first returned (json, not jsonb, keeps key order); null when
+  -- the write returned nothing.
+  result     json,
   created_at timestamptz not null default now(),
   primary key (resource, op_id)
 );

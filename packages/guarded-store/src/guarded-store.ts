@@ -262,7 +262,7 @@ export class GuardedStore<DB> {
     const json = value === undefined ? null : JSON.stringify(value);
     await sql`
       insert into ${this.#operationTable} (resource, op_id, token, result)
-      select r.resource, ${opId}, r.token, ${json}::jsonb
+      select r.resource, ${opId}, r.token, ${json}::json
         from unnest(${fences.map((f) => f.resource)}::text[], ${fences.map((f) => formatToken(f.token))}::bigint[])
              as r (resource, token)`.execute(trx);
   }

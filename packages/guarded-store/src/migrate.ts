@@ -90,7 +90,7 @@ export async function migrate<DB>(db: Kysely<DB>, options: MigrateOptions = {}):
 
 /**
  * Runs one {@link SqlMigrationSet} with Kysely's Migrator, on one connection holding a session advisory lock
- * keyed by schema and migration table for the whole run.
+ * keyed by the schema for the whole run.
  *
  * Why our own lock when Kysely's Migrator locks too: Kysely's Postgres lock (one fixed advisory key) covers only
  * the "run pending migrations" step; before it, every migrator creates the schema, the migration tables and the
@@ -104,7 +104,9 @@ export async function runSqlMigrations<DB>(db: Kysely<DB>, set: SqlMigrationSet)
       'schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, ≤ 63 bytes)',
     );
   }
-  const lockKey = `fenced/migrate/${set.schema}/${set.migrationTableName}`;
+  // Per schema, not per set: every set starts with `create schema if not exists`, which is not safe to run
+  // concurrently either (it can fail on pg_namespace's unique index).
+  const lockKey = `fenced/migrate/${set.schema}`;
   return db.connection().execute(async (connection) => {
     await sql`select pg_advisory_lock(hashtextextended(${lockKey}, 0))`.execute(connection);
     try {
