@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, migrate, GuardedStore } from '../../../packages/guarded-store/src/index.js';
+import { migrateExample } from '../../../packages/guarded-store/src/example/index.js';
+import { findOrStartPostgres, type PostgresServer } from '../../support/postgres.js';
+
+let server: PostgresServer;
+let admin: pg.Pool;
+const schemas: string[] = [];
+const databases: Kysely<unknown>[] = [];
+
+beforeAll(async () => {
+  server = await findOrStartPostgres();
+  admin = new pg.Pool({ connectionString: server.url, max: 2 });
+});
+afterAll(async () => {
+  await Promise.all(databases.map((db) => db.destroy()));
+  for (const schema of schemas) await admin.query(`drop schema if exists "${schema}" cascade`);
+  await admin?.end();
+  await server?.stop();
+});
+
+/** A schema name that does not exist yet: migrate must create it. */
+function freshSchema(): string {
+  const schema = `fenced_mig_${randomBytes(5).toString('hex')}`;
+  schemas.push(schema);
+  return schema;
+}
+
+/** Each migrator gets its own pool, as separate processes would. */
+function database(): Kysely<unknown> {
+  const db = createDatabase<unknown>({ connectionString: server.url, maxConnections: 2 });
+  databases.push(db);
+  return db;
+}
+
+async function tablesIn(schema: string): Promise<string[]> {
+  const { rows } = await admin.query<{ table_name: string }>(
+    'select table_name from information_schema.tables where table_schema = $1 order by table_name',
+    [schema],
+  );
+  return rows.map((r) => r.table_name);
+}
+
+const STORE_MIGRATIONS = ['0001_create_fence', '0002_create_fence_operation'];
+
+describe('migrate', () => {
+  it('creates the schema and every table in it, the migration bookkeeping included', async () => {
+    const schema = freshSchema();
+    const report = await migrate(database(), { schema });
+    expect(report.applied).toEqual(STORE_MIGRATIONS);
+    expect(await tablesIn(schema)).toEqual([
+      'fence',
+      'fence_operation',
+      'fenced_migration',
+      'fenced_migration_lock',
+    ]);
+  });
+
+  it('is a no-op when run again', async () => {
+    const schema = freshSchema();
+    const db = database();
+    await migrate(db, { schema });
+    const { rows: before } = await admin.query(
+      `select name, timestamp from "${schema}".fenced_migration order by name`,
+    );
+    expect((await migrate(db, { schema })).applied).toEqual([]);
+    expect((await new GuardedStore(db, { schema }).migrate()).applied).toEqual([]);
+    const { rows: after } = await admin.query(
+      `select name, timestamp from "${schema}".fenced_migration order by name`,
+    );
+    expect(after).toEqual(before);
+  });
+
+  it('lets several migrators run at once: each migration is applied exactly once', async () => {
+    const schema = freshSchema();
+    const reports = await Promise.all(
+      Array.from({ length: 4 }, () => database()).flatMap((db) => [
+        migrate(db, { schema }),
+        migrateExample(db, { schema }),
+      ]),
+    );
+    const applied = reports.flatMap((r) => r.applied).sort();
+    expect(applied).toEqual([...STORE_MIGRATIONS, '0001_create_documents_and_accounts'].sort());
+    expect(await tablesIn(schema)).toEqual([
+      'example_account',
+      'example_document',
+      'fence',
+      'fence_operation',
+      'fenced_example_migration',
+      'fenced_example_migration_lock',
+      'fenced_migration',
+      'fenced_migration_lock',
+    ]);
+  });
+
+  it('keeps schemas apart', async () => {
+    const one = freshSchema();
+    const two = freshSchema();
+    const db = database();
+    await migrate(db, { schema: one });
+    await migrate(db, { schema: two });
+    await new GuardedStore(db, { schema: one }).run({ resource: 'r', token: 5n }, () => Promise.resolve());
+    expect(await new GuardedStore(db, { schema: one }).fenceOf('r')).toMatchObject({ token: 5n });
+    expect(await new GuardedStore(db, { schema: two }).fenceOf('r')).toBeUndefined();
+  });
+
+  it('refuses a schema that is not a plain lower-case identifier', async () => {
+    await expect(migrate(database(), { schema: 'Bad"Schema' })).rejects.toThrow(/lower-case SQL identifier/);
+  });
+});
