@@ -56,7 +56,7 @@ describe('node faults', () => {
     // waitMs is ten minutes: only failing fast lets this test finish.
     const error: unknown = await c
       .acquire(unique('majority-down'), { ttlMs: 5_000, waitMs: 600_000 })
-      .catch((e) => e);
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(QuorumUnavailableError);
     expect((error as QuorumUnavailableError).message).toMatch(/quorum is 3 of 5/);
   });
