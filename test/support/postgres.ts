@@ -1,11 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { defaultBackend, dockerReachable, onPath, type Backend } from './container-runtime.js';
 import { freePort } from './free-port.js';
+import { onExit } from './owned-processes.js';
 
 /** Where a Postgres server came from: named or found (`external`), a throw-away cluster, or a container. */
 export type PostgresBackendKind = 'external' | 'process' | 'container';
@@ -145,6 +147,9 @@ async function startThrowawayCluster(): Promise<PostgresServer> {
   run(initdb, ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
   const options = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=200`;
   run(pgCtl, ['-D', dataDir, '-o', options, '-l', path.join(dataDir, 'server.log'), '-w', 'start']);
+  // pg_ctl daemonises the postmaster, so it is no child of ours: stop it by pid if this process exits or
+  // is interrupted before stop() (a timed-out or killed test run).
+  const cancelExitHook = onExit(() => killPostmaster(dataDir));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const pidOf = async (): Promise<number | null> => {
     try {
@@ -164,9 +169,32 @@ async function startThrowawayCluster(): Promise<PostgresServer> {
         const [cmd, argv] = asPostgresUser(pgCtl, ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
         spawn(cmd, argv, { stdio: 'ignore' }).once('exit', () => resolve());
       });
+      cancelExitHook();
       await fs.rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * SIGQUIT (immediate shutdown) to the postmaster of our own cluster, named by its postmaster.pid, and only
+ * if that pid still runs a postgres on this data directory: a stale pid file after a crash (F13) must not
+ * make us signal an unrelated process that reused the pid.
+ */
+function killPostmaster(dataDir: string): void {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 1) return;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (!cmdline.includes(dataDir)) return;
+  } catch {
+    return;
+  }
+  process.kill(pid, 'SIGQUIT');
 }
 
 /** A fresh schema per test file: isolation without global wipes, and it works on any server we may use. */
