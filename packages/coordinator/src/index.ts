@@ -10,3 +10,13 @@ export type { Lease } from './lease.js';
 export { coordinatorDefaults } from './options.js';
 export type { CoordinatorOptions } from './options.js';
 export { MalformedReplyError, NodeTimeoutError, TokenExhaustedError } from './errors.js';
+// The HTTP service (`server.ts` is its process entry point; `createApp` builds it without listening).
+export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
+export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';
+export type { LeaseService } from './http/lease-service.js';
+export { HTTP_STATUS_BY_CODE } from './http/errors.js';
+export { createServiceLogger } from './http/service-logger.js';
+export { loadConfig, DEFAULT_SERVICE_CONFIG } from './config.js';
+export type { ServiceConfig } from './config.js';
+export { startServer } from './server.js';
+export type { RunningServer } from './server.js';

@@ -42,6 +42,7 @@ export function lockRoutes(deps: LockRoutesDeps): Router {
       if (lease) void releaseAbandoned(lease);
     });
 
+    metrics.acquiresInFlight.inc();
     try {
       lease = await coordinator.acquire(resource, {
         ttlMs: body.ttlMs,
@@ -59,6 +60,8 @@ export function lockRoutes(deps: LockRoutesDeps): Router {
       }
       deny(denialReason(error));
       throw error;
+    } finally {
+      metrics.acquiresInFlight.dec();
     }
 
     if (clientGone.signal.aborted) {

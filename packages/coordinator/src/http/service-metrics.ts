@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -15,6 +15,7 @@ export class ServiceMetrics {
   readonly grants: Counter<never>;
   readonly denials: Counter<'reason'>;
   readonly grantsReleasedAfterDisconnect: Counter<never>;
+  readonly acquiresInFlight: Gauge<never>;
   readonly quorumFailures: Counter<'operation'>;
   readonly extends: Counter<'outcome'>;
   readonly releases: Counter<'outcome'>;
@@ -39,6 +40,11 @@ export class ServiceMetrics {
     this.grantsReleasedAfterDisconnect = new Counter({
       name: 'fenced_lease_grants_released_after_disconnect_total',
       help: 'Leases granted after the waiting client went away, and released at once.',
+      registers,
+    });
+    this.acquiresInFlight = new Gauge({
+      name: 'fenced_acquires_in_flight',
+      help: 'Acquire requests being served right now, waiting ones included.',
       registers,
     });
     this.quorumFailures = new Counter({

@@ -1,0 +1,176 @@
+#!/usr/bin/env node
+// The coordinator service's entry point (`npm start`, `fenced-coordinator`). The only module that reads the
+// environment, listens on a port and handles signals; everything else is `createApp` and the library.
+import { realpathSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { loadConfig, type ServiceConfig } from './config.js';
+import { Coordinator } from './coordinator.js';
+import { createApp } from './http/app.js';
+import { safeError } from './http/request-log.js';
+import { createServiceLogger } from './http/service-logger.js';
+
+export interface RunningServer {
+  /** `http://host:port` the server listens on. */
+  readonly url: string;
+  readonly port: number;
+  readonly coordinator: Coordinator;
+  /**
+   * Graceful shutdown: stop accepting connections, end waiting acquires (503), let in-flight requests finish
+   * within `shutdownGraceMs`, then drop what is left and close the coordinator's Redis connections.
+   */
+  close(): Promise<void>;
+}
+
+/** Starts the service described by `config`; resolves once it listens and the Redis nodes passed their checks. */
+export async function startServer(
+  config: ServiceConfig,
+  options: { logger?: Logger; collectProcessMetrics?: boolean } = {},
+): Promise<RunningServer> {
+  const logger = options.logger ?? createServiceLogger({ level: config.logLevel });
+  const coordinator = new Coordinator({
+    nodes: [...config.redisUrls],
+    maxTtlMs: config.maxTtlMs,
+    unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
+    ...(config.keyPrefix !== undefined ? { keyPrefix: config.keyPrefix } : {}),
+    ...(config.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: config.nodeTimeoutMs } : {}),
+  });
+  try {
+    await coordinator.ready();
+  } catch (error) {
+    await coordinator.close();
+    throw error;
+  }
+
+  const registry = new Registry();
+  if (options.collectProcessMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const shutdown = new AbortController();
+  const app = createApp({
+    coordinator,
+    logger,
+    registry,
+    shutdownSignal: shutdown.signal,
+    minTtlMs: config.minTtlMs,
+    maxTtlMs: config.maxTtlMs,
+    maxWaitMs: config.maxWaitMs,
+    bodyLimitBytes: config.bodyLimitBytes,
+    apiKeys: config.apiKeys,
+    healthAuth: config.healthAuth,
+  });
+
+  const server = http.createServer(app);
+  // A waiting acquire may legitimately take maxWaitMs; requests slower than that (plus slack) are dropped.
+  server.requestTimeout = config.maxWaitMs + 30_000;
+  server.headersTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  logger.info(
+    {
+      host: config.host,
+      port,
+      nodes: config.redisUrls.length,
+      quorum: coordinator.quorum,
+      auth: config.apiKeys.length > 0 ? 'api-keys' : 'off',
+      healthAuth: config.healthAuth,
+    },
+    'fenced coordinator listening',
+  );
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      logger.info({ graceMs: config.shutdownGraceMs }, 'shutting down');
+      shutdown.abort(new Error('shutting down'));
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections become idle as their last response goes out: close them as they do.
+      server.closeIdleConnections();
+      const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), config.shutdownGraceMs);
+      });
+      if ((await Promise.race([drained, grace])) === 'timeout') {
+        logger.warn('grace period over: closing the remaining connections');
+        server.closeAllConnections();
+        await drained;
+      }
+      clearTimeout(timer);
+      clearInterval(sweeper);
+      await coordinator.close();
+      logger.info('stopped');
+    })();
+    return closing;
+  };
+
+  return { url, port, coordinator, close };
+}
+
+async function main(): Promise<void> {
+  let config: ServiceConfig;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    console.error(`fenced-coordinator: ${(error as Error).message}`);
+    process.exitCode = 2;
+    return;
+  }
+  const logger = createServiceLogger({ level: config.logLevel });
+  let running: RunningServer | undefined;
+  // The first SIGTERM/SIGINT drains gracefully; a second one exits at once. The handlers are in place before
+  // start-up, so a signal that arrives while connecting to Redis still ends in an orderly close.
+  let stopping = false;
+  const shutdown = (server: RunningServer): void => {
+    server.close().then(
+      () => {
+        process.exitCode = 0;
+        // Everything is closed; should a stray handle keep the loop alive, do not hang the orchestrator.
+        setTimeout(() => process.exit(), 5_000).unref();
+      },
+      (error: unknown) => {
+        logger.error({ err: safeError(error) }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'signal received');
+    if (running) shutdown(running);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    running = await startServer(config, { logger });
+  } catch (error) {
+    logger.fatal({ err: safeError(error) }, 'could not start');
+    process.exit(1);
+  }
+  if (stopping) shutdown(running);
+}
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) await main();
