@@ -10,7 +10,8 @@ const shared = {
 export default defineConfig({
   ...shared,
   test: {
-    reporters: process.env.CI ? ['default'] : ['default'],
+    // Each integration or fault file starts its own Redis nodes; two cores do not need more than two at once.
+    maxWorkers: 2,
     projects: [
       {
         ...shared,
@@ -23,8 +24,6 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
-          // Each file starts its own Redis nodes; two cores do not need more than two files at once.
-          maxWorkers: 2,
         },
       },
       {
@@ -34,7 +33,6 @@ export default defineConfig({
           include: ['test/fault/**/*.test.ts'],
           testTimeout: 180_000,
           hookTimeout: 60_000,
-          maxWorkers: 2,
         },
       },
     ],

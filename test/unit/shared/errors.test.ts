@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { FencedError } from '@fenced/shared';
 import {
   ERROR_CODES,
   ErrorCode,
-  FencedError,
   InternalError,
   InvalidRequestError,
   LeaseLostError,
