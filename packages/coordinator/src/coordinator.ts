@@ -12,7 +12,7 @@ import {
 import { TokenExhaustedError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease.js';
 import { keepLeaseAlive } from './lease-keeper.js';
-import { NodeConnection, type NodeProbe } from './nodes/node-connection.js';
+import { NodeConnection } from './nodes/node-connection.js';
 import { readTokenRegisters } from './nodes/repair.js';
 import {
   integer,
@@ -622,38 +622,43 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /** After a probe: initialize a fresh cluster, or start repairs of nodes that lost their state. */
   private async afterProbe(): Promise<void> {
     if (this.closing.signal.aborted) return;
-    const probes = this.nodes.map((n) => n.lastProbe);
-    const fresh = probes.every(
-      (p): p is NodeProbe => p !== undefined && p.reachable && p.initialized === false && p.hasKeys === false,
+    const uninitialized = this.nodes.filter(
+      (n) => !n.initialized && n.lastProbe?.reachable === true && this.configAccepted(n),
     );
-    if (fresh) {
-      // A brand-new cluster: every node reachable and none holds any key of ours. Initializing a cluster with
-      // a node missing could forget the registers of that node's majority, so all N must be seen empty.
+    if (uninitialized.length === 0) return;
+    if (await this.nothingToLose()) {
+      // Every node is reachable and none holds a lease or a token register: there is no state a node could
+      // have lost, so initializing the uninitialized ones is safe (a brand-new cluster, or several coordinators
+      // initializing it at once). A lease or register created after this probe cannot involve an uninitialized
+      // node, because its scripts refuse to vote. With any node unreachable, its registers might be the only
+      // copy: then nothing is initialized, and nodes that lost state are repaired instead.
       const inc = incarnationKey(this.settings.keyPrefix);
       await Promise.all(
-        this.nodes
-          .filter((n) => this.configAccepted(n))
-          .map(async (node) => {
-            try {
-              await node.call('initialize', this.probeTimeoutMs, (c) => c.set(inc, randomUUID(), 'NX'));
-              node.initialized = true;
-            } catch {
-              // stays non-voting; the next re-check tries again
-            }
-          }),
+        uninitialized.map(async (node) => {
+          try {
+            await node.call('initialize', this.probeTimeoutMs, (c) => c.set(inc, randomUUID(), 'NX'));
+            node.initialized = true;
+          } catch {
+            // stays non-voting; the next re-check tries again
+          }
+        }),
       );
       return;
     }
     if (!this.nodes.some((n) => n.initialized)) return;
-    for (const node of this.nodes) {
-      if (
-        node.lastProbe?.reachable &&
-        !node.initialized &&
-        this.configAccepted(node) &&
-        !this.repairs.has(node.index)
-      ) {
-        this.repairNode(node.index).catch(() => undefined);
-      }
+    for (const node of uninitialized) {
+      if (!this.repairs.has(node.index)) this.repairNode(node.index).catch(() => undefined);
+    }
+  }
+
+  /** Every node reachable, and none holds a lease or token register. */
+  private async nothingToLose(): Promise<boolean> {
+    if (!this.nodes.every((n) => n.lastProbe?.reachable === true)) return false;
+    try {
+      const found = await Promise.all(this.nodes.map((n) => n.hasResourceKeys(this.probeTimeoutMs)));
+      return !found.includes(true);
+    } catch {
+      return false;
     }
   }
 
@@ -702,6 +707,13 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
         c.set(marker, repairId, 'PX', this.settings.maxTtlMs + 60_000, 'NX'),
       );
       if (claimed !== 'OK') throw new Error('another process is repairing this node');
+      // Initialized meanwhile (by another coordinator, or our view was stale): nothing to repair.
+      if ((await node.call('repair', timeout, (c) => c.exists(incarnationKey(prefix)))) === 1) {
+        await node.call('repair', timeout, (c) => c.del(marker)).catch(() => undefined);
+        node.initialized = true;
+        this.repairProblems.delete(node.index);
+        return;
+      }
       const maxima = new Map<string, bigint>();
       let answered = 0;
       await Promise.all(

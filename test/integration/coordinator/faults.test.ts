@@ -118,6 +118,15 @@ describe('start-up checks', () => {
     expect(status!.problems.join('\n')).toMatch(/appendonly.*\n?.*unsafeAllowUnsafeNodes/s);
   });
 
+  it('initializes a fresh cluster when several coordinators start at once', async () => {
+    const keyPrefix = `fresh-${randomUUID()}`; // a namespace no node has seen: a brand-new cluster
+    const many = [0, 1, 2].map(() => coordinator({ keyPrefix }));
+    await Promise.all(many.map((c) => c.ready()));
+    for (const c of many) expect((await c.nodeStatus()).every((s) => s.voting)).toBe(true);
+    const lease = await many[0]!.acquire(unique('fresh'), { ttlMs: 1_000 });
+    await lease.release();
+  });
+
   it('reports every node as configured and voting on a healthy cluster', async () => {
     const c = coordinator();
     const statuses = await c.nodeStatus();

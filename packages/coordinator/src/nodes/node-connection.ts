@@ -3,7 +3,7 @@ import { InvalidRequestError } from '@fenced/shared';
 import { NodeTimeoutError } from '../errors.js';
 import { interpretReply, type ScriptName, type ScriptReplies } from '../redlock/script-results.js';
 import { defineScripts, runScript } from '../redlock/scripts.js';
-import { anyKeyPattern, incarnationKey } from '../redlock/keys.js';
+import { resourceKeyPattern, incarnationKey } from '../redlock/keys.js';
 import {
   configProblems,
   parseConfigReply,
@@ -23,8 +23,6 @@ export interface NodeProbe {
   readonly configProblems: readonly string[];
   /** Whether the incarnation key exists; undefined when unreachable. */
   readonly initialized?: boolean;
-  /** Whether any key under the prefix exists (only looked up when the node is not initialized). */
-  readonly hasKeys?: boolean;
   readonly latencyMs?: number;
   readonly error?: string;
 }
@@ -184,13 +182,11 @@ export class NodeConnection {
       );
       const initialized =
         (await this.call('check', timeoutMs, (c) => c.exists(incarnationKey(this.prefix)))) === 1;
-      const hasKeys = initialized ? true : await this.hasAnyKey(timeoutMs);
       probe = {
         reachable: true,
         role,
         configProblems: configProblems({ config, role }),
         initialized,
-        hasKeys,
         latencyMs,
       };
       this.initialized = initialized;
@@ -205,11 +201,12 @@ export class NodeConnection {
     return probe;
   }
 
-  private async hasAnyKey(timeoutMs: number): Promise<boolean> {
+  /** Whether the node holds any resource key (a lease or a token register). SCANs: used only at initialization. */
+  async hasResourceKeys(timeoutMs: number): Promise<boolean> {
     let cursor = '0';
     do {
       const [next, keys] = await this.call('check', timeoutMs, (c) =>
-        c.scan(cursor, 'MATCH', anyKeyPattern(this.prefix), 'COUNT', 1000),
+        c.scan(cursor, 'MATCH', resourceKeyPattern(this.prefix), 'COUNT', 1000),
       );
       if (keys.length > 0) return true;
       cursor = next;

@@ -37,9 +37,9 @@ export function tokenKeyPattern(prefix: string): string {
   return `${globEscape(prefix)}:{*}:token`;
 }
 
-/** SCAN pattern of every key under the prefix. */
-export function anyKeyPattern(prefix: string): string {
-  return `${globEscape(prefix)}:*`;
+/** SCAN pattern of every resource key (lease or token register) under the prefix; node keys excluded. */
+export function resourceKeyPattern(prefix: string): string {
+  return `${globEscape(prefix)}:{*`;
 }
 
 function globEscape(text: string): string {
