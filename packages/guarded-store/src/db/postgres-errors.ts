@@ -163,10 +163,16 @@ export class MigrationError extends FencedError {
   }
 }
 
+/**
+ * The SQLSTATE of an error Postgres sent. pg's DatabaseError carries it in `code` next to a `severity`; Node's
+ * socket errors also use `code` (and 'EPIPE' is five letters too), so the severity tells them apart.
+ */
 function sqlstateOf(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+  const { code, severity } = error as { code?: unknown; severity?: unknown };
+  return typeof code === 'string' && typeof severity === 'string' && /^[0-9A-Z]{5}$/.test(code)
+    ? code
+    : undefined;
 }
 
 /** 'lost': the connection failed with the statement possibly delivered; 'not-sent': it was dead before. */

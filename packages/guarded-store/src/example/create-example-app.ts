@@ -105,7 +105,7 @@ export function createExampleApp(options: ExampleAppOptions): Express {
           : undefined;
       const work = async (trx: Transaction<ExampleDatabase>): Promise<DocumentView> => {
         const db = inSchema(trx);
-        const before = BigInt(versionBefore ?? (await readDocument(db, id))?.version ?? 0n);
+        const before = versionBefore ?? BigInt((await readDocument(db, id))?.version ?? 0n);
         const version = (before + 1n).toString();
         await db
           .insertInto('example_document')
@@ -136,15 +136,17 @@ export function createExampleApp(options: ExampleAppOptions): Express {
       const amount = parseAmount(parseBody(depositBody, req.body).amount);
       const write = guardedWrite<ExampleDatabase>(res);
       const token = write.token.toString();
-      const readBefore =
+      // In 'reads-outside-guard' the read happens here, before the guard (the negative control): boxed, so
+      // "read outside and found no account" is not mistaken for "not read yet".
+      const readOutside =
         protection === 'reads-outside-guard'
-          ? await store.read((trx) => readAccount(inSchema(trx), id))
+          ? { row: await store.read((trx) => readAccount(inSchema(trx), id)) }
           : undefined;
       const work = async (trx: Transaction<ExampleDatabase>): Promise<AccountView> => {
         const db = inSchema(trx);
         // The read of the read-modify-write, inside the guarded transaction: this is what G4 needs.
         // BigInt(): int8 arrives as bigint through createDatabase, as a string through a plain pg pool.
-        const before = readBefore ?? (await readAccount(db, id));
+        const before = readOutside === undefined ? await readAccount(db, id) : readOutside.row;
         const balance = (BigInt(before?.balance ?? 0n) + amount).toString();
         const deposits = (BigInt(before?.deposits ?? 0n) + 1n).toString();
         await db
