@@ -1,0 +1,50 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { STORE_MIGRATIONS_FOLDER } from '../../../packages/guarded-store/src/index.js';
+
+/**
+ * Migrations are append-only: once released, a file never changes (databases that already ran it would not
+ * run it again). Adding a migration means adding a line here; changing a pinned digest means a released
+ * migration was edited, which is the bug this test exists to catch.
+ */
+const PINNED: Record<string, string> = {
+  '0001_create_fence.sql': 'bb3867caccc5c170987b054a3abdd59abd5d0b9be7f3218ec6bdec4865ba5d1e',
+  '0002_create_fence_operation.sql': '9012e713467d6c8d66e2e4cfb17780d615d49fd0c507b6042b8aea269d1dbd2d',
+  'example/0001_create_documents_and_accounts.sql':
+    'd6109eeb462ea832b8fc07add03eca61276540ddf4c05d0bf77f0145c2d1c695',
+};
+
+async function sqlFiles(folder: string, prefix = ''): Promise<string[]> {
+  const entries = await readdir(folder, { withFileTypes: true });
+  const files: string[] = [];
+  for (const entry of entries) {
+    if (entry.isDirectory())
+      files.push(...(await sqlFiles(path.join(folder, entry.name), `${prefix}${entry.name}/`)));
+    else if (entry.name.endsWith('.sql')) files.push(`${prefix}${entry.name}`);
+  }
+  return files.sort();
+}
+
+describe('migration files', () => {
+  it('are named NNNN_description.sql and numbered without gaps', async () => {
+    const files = await sqlFiles(STORE_MIGRATIONS_FOLDER);
+    for (const group of ['', 'example/']) {
+      const names = files.filter((f) => f.startsWith(group) && !f.slice(group.length).includes('/'));
+      names.forEach((name, i) => {
+        expect(name.slice(group.length)).toMatch(/^\d{4}_[a-z0-9_]+\.sql$/);
+        expect(name.slice(group.length, group.length + 4)).toBe(String(i + 1).padStart(4, '0'));
+      });
+    }
+  });
+
+  it('never change once released', async () => {
+    const files = await sqlFiles(STORE_MIGRATIONS_FOLDER);
+    expect(files).toEqual(Object.keys(PINNED).sort());
+    for (const file of files) {
+      const text = await readFile(path.join(STORE_MIGRATIONS_FOLDER, file));
+      expect(createHash('sha256').update(text).digest('hex'), file).toBe(PINNED[file]);
+    }
+  });
+});
