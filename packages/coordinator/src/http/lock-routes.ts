@@ -26,6 +26,18 @@ export function lockRoutes(deps: LockRoutesDeps): Router {
   const { coordinator, schemas, metrics, logger, shutdownSignal } = deps;
   const router = Router();
 
+  // Acquires in progress, each with its own controller. Shutdown aborts them one by one (rather than every
+  // request combining its signal with the long-lived shutdown signal through AbortSignal.any, which keeps a
+  // reference per request on that signal).
+  const inProgress = new Set<AbortController>();
+  shutdownSignal.addEventListener(
+    'abort',
+    () => {
+      for (const controller of inProgress) controller.abort(shutdownSignal.reason);
+    },
+    { once: true },
+  );
+
   router.post('/v1/locks/:resource/leases', async (req, res) => {
     const resource = parseOrThrow(schemas.resource, req.params.resource, 'resource');
     const body = parseOrThrow(schemas.acquireBody, req.body, 'request body');
@@ -34,23 +46,27 @@ export function lockRoutes(deps: LockRoutesDeps): Router {
     // The wait happens here, on the server. When the client goes away we stop waiting, and a lease that
     // is granted anyway (the grant raced the disconnect) or whose response never left is released at once:
     // nobody knows its id, so it could only block the resource until its TTL ran out.
-    const clientGone = new AbortController();
+    const cancel = new AbortController();
+    let clientGone = false;
     let lease: GrantedLease | undefined;
     res.once('close', () => {
       if (res.writableFinished) return;
-      clientGone.abort(new Error('client disconnected'));
+      clientGone = true;
+      cancel.abort(new Error('client disconnected'));
       if (lease) void releaseAbandoned(lease);
     });
 
+    if (shutdownSignal.aborted) cancel.abort(shutdownSignal.reason);
+    inProgress.add(cancel);
     metrics.acquiresInFlight.inc();
     try {
       lease = await coordinator.acquire(resource, {
         ttlMs: body.ttlMs,
         waitMs: body.waitMs ?? 0,
-        signal: AbortSignal.any([clientGone.signal, shutdownSignal]),
+        signal: cancel.signal,
       });
     } catch (error) {
-      if (clientGone.signal.aborted) {
+      if (clientGone) {
         deny('client_disconnected');
         return;
       }
@@ -61,10 +77,11 @@ export function lockRoutes(deps: LockRoutesDeps): Router {
       deny(denialReason(error));
       throw error;
     } finally {
+      inProgress.delete(cancel);
       metrics.acquiresInFlight.dec();
     }
 
-    if (clientGone.signal.aborted) {
+    if (clientGone) {
       timer({ outcome: 'client_disconnected' });
       await releaseAbandoned(lease);
       return;
