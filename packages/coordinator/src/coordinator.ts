@@ -9,7 +9,7 @@ import {
   QuorumUnavailableError,
   validateResourceName,
 } from '@fenced/shared';
-import { TokenExhaustedError } from './errors.js';
+import { NodeTimeoutError, TokenExhaustedError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease.js';
 import { keepLeaseAlive } from './lease-keeper.js';
 import { NodeConnection } from './nodes/node-connection.js';
@@ -78,7 +78,8 @@ type AttemptResult =
   | { readonly kind: 'granted'; readonly lease: Lease }
   /** Not granted; `retryAfterMs` is when enough holders' keys expire, if known; `contended` if we won some votes. */
   | { readonly kind: 'failed'; readonly retryAfterMs: number | undefined; readonly contended: boolean }
-  | { readonly kind: 'unavailable'; readonly error: QuorumUnavailableError }
+  /** Too few votes from reachable nodes; `retryable` when slow (timed-out) nodes may answer next time. */
+  | { readonly kind: 'unavailable'; readonly error: QuorumUnavailableError; readonly retryable?: boolean }
   | { readonly kind: 'exhausted' };
 
 /**
@@ -308,12 +309,18 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     let subscription: ReleaseSubscription | undefined;
     try {
       for (;;) {
-        const result = await this.attempt(resource, keys, leaseId, ttlMs);
+        let result = await this.attempt(resource, keys, leaseId, ttlMs);
+        let unavailable: QuorumUnavailableError | undefined;
         switch (result.kind) {
           case 'granted':
             return result.lease;
           case 'unavailable':
-            throw result.error;
+            // A majority definitely unreachable (refused connections, non-voting nodes) fails fast; slow nodes
+            // that timed out may answer the next attempt, so those are retried while the wait lasts.
+            if (result.retryable !== true) throw result.error;
+            unavailable = result.error;
+            result = { kind: 'failed', retryAfterMs: undefined, contended: false };
+            break;
           case 'exhausted':
             throw new TokenExhaustedError(resource);
           case 'failed':
@@ -322,7 +329,10 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
         signal?.throwIfAborted();
         this.throwIfClosed();
         const remaining = deadline - monotonicNow();
-        if (remaining <= 0) return null;
+        if (remaining <= 0) {
+          if (unavailable !== undefined) throw unavailable;
+          return null;
+        }
         if (subscription === undefined) {
           subscription = await this.notifier.subscribe(keys.channel, remaining);
           // Try again at once: a release between the failed attempt and the subscription sent no message we heard.
@@ -380,16 +390,20 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     if (result.outcome === 'lost') {
       // Partial grants — and, when some replies are still out, any node at all — may hold our id: release
       // before the next attempt so a failed attempt never blocks others (DESIGN §2.4).
-      await this.releaseEverywhere(keys, leaseId);
+      await this.releaseAttempt(keys, leaseId);
       const unavailable = result.replies.filter(
         (r) =>
           r.state === 'error' ||
           (r.state === 'ok' && (r.value.kind === 'not-initialized' || r.value.kind === 'corrupt')),
       ).length;
       if (unavailable > maxAgainst(this.nodeCount)) {
+        const timedOut = result.replies.filter(
+          (r) => r.state === 'error' && r.error instanceof NodeTimeoutError,
+        ).length;
         return {
           kind: 'unavailable',
           error: this.unavailable('no majority of nodes could vote', result.replies),
+          retryable: unavailable - timedOut <= maxAgainst(this.nodeCount),
         };
       }
       heldTtls.sort((a, b) => a - b);
@@ -405,7 +419,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     if (promised < this.quorum) {
       const second = await this.promiseRounds(resource, keys, leaseId, guess);
       if (second.kind !== 'promised') {
-        await this.releaseEverywhere(keys, leaseId);
+        await this.releaseAttempt(keys, leaseId);
         return second.kind === 'unavailable'
           ? second
           : second.kind === 'exhausted'
@@ -419,7 +433,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     const validity = validityMs(ttlMs, monotonicNow() - start, this.settings.driftFactor);
     if (validity <= this.settings.minValidityMs) {
       // Too little left to be useful — or already expired: never hand that out. Counts as a failed attempt.
-      await this.releaseEverywhere(keys, leaseId);
+      await this.releaseAttempt(keys, leaseId);
       return { kind: 'failed', retryAfterMs: undefined, contended: true };
     }
     const grant: LeaseGrant = {
@@ -444,7 +458,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     | { kind: 'promised'; token: bigint }
     | { kind: 'contended' }
     | { kind: 'exhausted' }
-    | { kind: 'unavailable'; error: QuorumUnavailableError }
+    | { kind: 'unavailable'; error: QuorumUnavailableError; retryable: boolean }
   > {
     const timeout = this.settings.nodeTimeoutMs;
     const inc = incarnationKey(this.settings.keyPrefix);
@@ -474,6 +488,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
         return {
           kind: 'unavailable',
           error: this.unavailable('no majority of nodes answered the token promise', result.replies),
+          // A majority just granted the lease, so the nodes are there: most likely slow, worth another attempt.
+          retryable: true,
         };
       }
     }
@@ -563,6 +579,17 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     return fanOut(
       this.nodes.map((node) => () => node.script('release', timeout, [keys.lease], [leaseId, keys.channel])),
       () => true,
+    );
+  }
+
+  /**
+   * Undoes a failed attempt: compare-and-delete on every node, waiting for every reply (each bounded by the node
+   * timeout), so that neither the next attempt nor the caller sees our partial grants left on reachable nodes.
+   */
+  private async releaseAttempt(keys: ResourceKeys, leaseId: string): Promise<void> {
+    const timeout = this.settings.nodeTimeoutMs;
+    await Promise.allSettled(
+      this.nodes.map((node) => node.script('release', timeout, [keys.lease], [leaseId, keys.channel])),
     );
   }
 

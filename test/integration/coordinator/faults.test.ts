@@ -73,6 +73,16 @@ describe('node faults', () => {
     env.nodes[0]!.resume();
   });
 
+  it('retries slow (paused) nodes within the wait, then reports QuorumUnavailableError at the deadline', async () => {
+    const c = coordinator();
+    await c.ready();
+    [0, 1, 2].forEach((i) => env.nodes[i]!.pause());
+    await expect(c.acquire(unique('majority-paused'), { ttlMs: 5_000, waitMs: 400 })).rejects.toBeInstanceOf(
+      QuorumUnavailableError,
+    );
+    [0, 1, 2].forEach((i) => env.nodes[i]!.resume());
+  });
+
   it('emits nodeError events naming the node and the operation', async () => {
     const c = coordinator();
     await c.ready();
