@@ -34,6 +34,11 @@ export interface ServiceConfig {
   readonly logLevel: (typeof LOG_LEVELS)[number];
   /** `FENCED_SHUTDOWN_GRACE_MS`: how long in-flight requests may finish after SIGTERM/SIGINT. */
   readonly shutdownGraceMs: number;
+  /**
+   * `FENCED_STARTUP_TIMEOUT_MS`: how long start-up waits for a quorum of voting nodes (nodes still starting,
+   * a fresh cluster being initialized by another instance) before it gives up with the nodes' problems.
+   */
+  readonly startupTimeoutMs: number;
 }
 
 /** Defaults of the optional variables. */
@@ -49,6 +54,7 @@ export const DEFAULT_SERVICE_CONFIG = Object.freeze({
   unsafeAllowUnsafeNodes: false,
   logLevel: 'info',
   shutdownGraceMs: 10_000,
+  startupTimeoutMs: 30_000,
 } as const satisfies Partial<ServiceConfig>);
 
 /** Unset and empty mean the same: compose files and shells often export empty variables. */
@@ -143,6 +149,7 @@ const ENV_SCHEMA = z.object({
     z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
   ),
   FENCED_SHUTDOWN_GRACE_MS: integer(0, 600_000),
+  FENCED_STARTUP_TIMEOUT_MS: integer(0, 3_600_000),
 });
 
 /** Variables whose values are secrets or may carry credentials: errors never echo them. */
@@ -184,6 +191,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     nodeTimeoutMs: e.FENCED_NODE_TIMEOUT_MS,
     logLevel: e.FENCED_LOG_LEVEL ?? d.logLevel,
     shutdownGraceMs: e.FENCED_SHUTDOWN_GRACE_MS ?? d.shutdownGraceMs,
+    startupTimeoutMs: e.FENCED_STARTUP_TIMEOUT_MS ?? d.startupTimeoutMs,
   };
   if (config.minTtlMs > config.maxTtlMs) {
     throw new InvalidRequestError(

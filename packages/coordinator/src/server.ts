@@ -39,7 +39,7 @@ export async function startServer(
     ...(config.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: config.nodeTimeoutMs } : {}),
   });
   try {
-    await coordinator.ready();
+    await untilReady(coordinator, config.startupTimeoutMs, logger);
   } catch (error) {
     await coordinator.close();
     throw error;
@@ -114,6 +114,26 @@ export async function startServer(
   };
 
   return { url, port, coordinator, close };
+}
+
+/**
+ * Waits for a quorum of voting nodes: nodes may still be starting, or another instance may be initializing
+ * a fresh cluster at this moment. The coordinator re-probes non-voting nodes on its own; this asks again
+ * until the deadline and then fails with its message, which names every node's problem (a node with unsafe
+ * persistence settings never becomes ready, and the service refuses to run).
+ */
+async function untilReady(coordinator: Coordinator, timeoutMs: number, logger: Logger): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      await coordinator.ready();
+      return;
+    } catch (error) {
+      if (performance.now() + 500 > deadline) throw error;
+      logger.warn({ err: safeError(error) }, 'waiting for a quorum of voting Redis nodes');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
 
 async function main(): Promise<void> {

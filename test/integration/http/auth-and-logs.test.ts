@@ -13,13 +13,13 @@ describe('coordinator HTTP API: authentication and logs', () => {
 
   beforeAll(async () => {
     redis = await startRedisNodes(5, { useExisting: false });
-    // One after the other: the first start-up initializes the fresh cluster.
-    open = await startTestService(redis.urls);
-    guarded = await startTestService(redis.urls, { FENCED_API_KEYS: `${KEY_A},${KEY_B}` });
-    guardedHealth = await startTestService(redis.urls, {
-      FENCED_API_KEYS: KEY_A,
-      FENCED_HEALTH_AUTH: 'required',
-    });
+    // Three instances starting at once on a fresh cluster, as replicas do: start-up waits for the cluster
+    // that one of them initializes.
+    [open, guarded, guardedHealth] = await Promise.all([
+      startTestService(redis.urls),
+      startTestService(redis.urls, { FENCED_API_KEYS: `${KEY_A},${KEY_B}` }),
+      startTestService(redis.urls, { FENCED_API_KEYS: KEY_A, FENCED_HEALTH_AUTH: 'required' }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([open?.close(), guarded?.close(), guardedHealth?.close()]);

@@ -44,6 +44,7 @@ describe('service configuration from the environment', () => {
       FENCED_NODE_TIMEOUT_MS: '80',
       FENCED_LOG_LEVEL: 'warn',
       FENCED_SHUTDOWN_GRACE_MS: '0',
+      FENCED_STARTUP_TIMEOUT_MS: '1000',
     });
     expect(config).toEqual({
       redisUrls: ['redis://127.0.0.1:7001', 'redis://127.0.0.1:7002', 'redis://127.0.0.1:7003'],
@@ -60,6 +61,7 @@ describe('service configuration from the environment', () => {
       nodeTimeoutMs: 80,
       logLevel: 'warn',
       shutdownGraceMs: 0,
+      startupTimeoutMs: 1000,
     });
   });
 
