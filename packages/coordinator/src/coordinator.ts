@@ -339,10 +339,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
           continue;
         }
         const fallback = result.retryAfterMs ?? this.settings.retryDelayMs + this.jitter();
-        const woken = await subscription.wait(
-          Math.min(fallback, remaining),
-          anySignal(signal, this.closing.signal),
-        );
+        const woken = await subscription.wait(Math.min(fallback, remaining), signal, this.closing.signal);
         signal?.throwIfAborted();
         this.throwIfClosed();
         // A split vote means several contenders: spread their retries. A plain hand-over retries at once.
@@ -434,7 +431,15 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     if (validity <= this.settings.minValidityMs) {
       // Too little left to be useful — or already expired: never hand that out. Counts as a failed attempt.
       await this.releaseAttempt(keys, leaseId);
-      return { kind: 'failed', retryAfterMs: undefined, contended: true };
+      // Not "locked": the nodes were too slow for this ttl. Retried while the wait lasts, reported as 503.
+      return {
+        kind: 'unavailable',
+        retryable: true,
+        error: new QuorumUnavailableError(
+          `quorum unavailable: the nodes answered too slowly for a ${ttlMs} ms ttl (validity left ${validity} ms, ` +
+            `minValidityMs is ${this.settings.minValidityMs}); retry, or use a longer ttl`,
+        ),
+      };
     }
     const grant: LeaseGrant = {
       token,
@@ -914,9 +919,4 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       throw new InvalidRequestError('leaseId must be 16 to 128 characters of base64url (A-Z a-z 0-9 _ -)');
     }
   }
-}
-
-/** A signal that aborts when any of the given ones does. */
-function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
-  return AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
 }

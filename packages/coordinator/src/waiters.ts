@@ -114,10 +114,10 @@ export class ReleaseSubscription {
   }
 
   /**
-   * Waits for a release message, at most `timeoutMs` (the timed fallback), or until `signal` aborts.
+   * Waits for a release message, at most `timeoutMs` (the timed fallback), or until any signal aborts.
    * Resolves `true` when woken by a message.
    */
-  wait(timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  wait(timeoutMs: number, ...signals: (AbortSignal | undefined)[]): Promise<boolean> {
     if (this.pending) {
       this.pending = false;
       return Promise.resolve(true);
@@ -125,14 +125,17 @@ export class ReleaseSubscription {
     return new Promise<boolean>((resolve) => {
       const finish = (): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', finish);
+        for (const signal of signals) signal?.removeEventListener('abort', finish);
         this.wake = undefined;
         const woken = this.pending;
         this.pending = false;
         resolve(woken);
       };
       const timer = setTimeout(finish, Math.max(0, timeoutMs));
-      signal?.addEventListener('abort', finish, { once: true });
+      for (const signal of signals) {
+        if (signal?.aborted) queueMicrotask(finish);
+        signal?.addEventListener('abort', finish, { once: true });
+      }
       this.wake = finish;
     });
   }

@@ -65,7 +65,7 @@ describe('lease lifecycle', () => {
 
   it('lets a lease expire, then grants it again with a larger token', async () => {
     const resource = unique('expiry');
-    const first = await coordinator.acquire(resource, { ttlMs: 200 });
+    const first = await coordinator.acquire(resource, { ttlMs: 200, waitMs: 5_000 });
     const second = await coordinator.acquire(resource, { ttlMs: 5_000, waitMs: 10_000 });
     expect(first.remainingMs()).toBeLessThanOrEqual(0);
     expect(second.token).toBeGreaterThan(first.token);
@@ -74,7 +74,7 @@ describe('lease lifecycle', () => {
 
   it('releases an expired lease without throwing or hanging', async () => {
     const resource = unique('late-release');
-    const lease = await coordinator.acquire(resource, { ttlMs: 100 });
+    const lease = await coordinator.acquire(resource, { ttlMs: 100, waitMs: 5_000 });
     await new Promise((r) => setTimeout(r, 200));
     await expect(lease.release()).resolves.toBeUndefined();
     await expect(coordinator.release(resource, lease.id)).resolves.toBeUndefined();
@@ -82,7 +82,7 @@ describe('lease lifecycle', () => {
 
   it('reports LeaseLostError when extending a lease another holder took over', async () => {
     const resource = unique('lost');
-    const lease = await coordinator.acquire(resource, { ttlMs: 100 });
+    const lease = await coordinator.acquire(resource, { ttlMs: 100, waitMs: 5_000 });
     const successor = await coordinator.acquire(resource, { ttlMs: 5_000, waitMs: 10_000 });
     await expect(coordinator.extend(resource, lease.id, 5_000)).rejects.toBeInstanceOf(LeaseLostError);
     await expect(lease.extend()).rejects.toBeInstanceOf(LeaseLostError);
@@ -115,6 +115,20 @@ describe('lease lifecycle', () => {
     }
     await a.release();
     await b.release();
+  });
+
+  it("stops waiting when the signal aborts, with the signal's reason", async () => {
+    const resource = unique('abort');
+    const holder = await coordinator.acquire(resource, { ttlMs: 30_000 });
+    const controller = new AbortController();
+    const waiting = coordinator.acquire(resource, {
+      ttlMs: 5_000,
+      waitMs: 60_000,
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+    await expect(waiting).rejects.toThrow('caller gave up');
+    await holder.release();
   });
 
   it('rejects bad arguments with InvalidRequestError saying what is allowed', async () => {
