@@ -160,7 +160,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /**
    * Acquires a lease, waiting up to `waitMs` while another holder has it.
    * @throws LockedError when not granted within `waitMs`
-   * @throws QuorumUnavailableError when no majority of nodes can vote (fails fast, without waiting)
+   * @throws QuorumUnavailableError when no majority of nodes can vote: at once when a majority is unreachable or
+   *   refused; when nodes are only slow (timeouts), after retrying within `waitMs`
    * @throws InvalidRequestError for a bad resource name, ttl or wait
    */
   async acquire(resource: string, options: AcquireOptions): Promise<Lease> {
@@ -175,7 +176,10 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     return lease;
   }
 
-  /** One attempt (plus the retries a split vote needs, none for a held resource): the lease, or `null`. */
+  /**
+   * One attempt, no waiting: the lease, or `null` when another holder has it.
+   * @throws QuorumUnavailableError when no majority of nodes could vote
+   */
   async tryAcquire(resource: string, options: TryAcquireOptions): Promise<Lease | null> {
     const { ttlMs, signal } = this.validateAcquire(resource, options, false);
     return this.acquireWithin(resource, ttlMs, 0, signal);
@@ -611,7 +615,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   }
 
   private async start(): Promise<void> {
-    await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
+    await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs, { waitForConnection: true })));
     for (const node of this.nodes) {
       const problems = node.lastProbe?.configProblems ?? [];
       if (problems.length > 0) {

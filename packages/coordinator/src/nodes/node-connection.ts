@@ -157,9 +157,12 @@ export class NodeConnection {
     });
   }
 
-  /** Start-up checks (CONFIG GET, INFO replication) plus the incarnation key; never throws. */
-  async probe(timeoutMs: number): Promise<NodeProbe> {
-    await this.waitUntilConnected(timeoutMs);
+  /**
+   * Start-up checks (CONFIG GET, INFO replication) plus the incarnation key; never throws. Only the first probe
+   * waits for the initial connection; later ones (`/readyz`) report a disconnected node at once.
+   */
+  async probe(timeoutMs: number, options: { waitForConnection?: boolean } = {}): Promise<NodeProbe> {
+    if (options.waitForConnection === true) await this.waitUntilConnected(timeoutMs);
     const started = performance.now();
     let probe: NodeProbe;
     try {
