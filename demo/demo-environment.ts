@@ -1,0 +1,177 @@
+import { Redis } from 'ioredis';
+import type { Kysely } from 'kysely';
+import { GuardedStore, createDatabase } from '@fenced/guarded-store';
+import { ClockShim } from '../test/support/clock-shim.js';
+import { proxyEach, type FaultProxies } from '../test/support/fault-proxy.js';
+import { createTestSchema, findOrStartPostgres } from '../test/support/postgres.js';
+import { RedisNode } from '../test/support/redis-node.js';
+import type { CleanupStack } from './cleanup-stack.js';
+import { createCounterTables, type CounterDatabase } from './counter-table.js';
+import { WorkerHandle } from './worker-handle.js';
+
+/** Redis nodes the demo starts when FENCED_REDIS_URLS is not set. */
+export const NODE_COUNT = 5;
+/** The node whose clock the demo can jump (F4) and which it restarts empty (F6). */
+export const FAULTY_NODE = 2;
+
+export interface DemoRedis {
+  readonly urls: readonly string[];
+  /** Fault controls (kill, restart, pause), in node order; empty for FENCED_REDIS_URLS. */
+  readonly nodes: readonly RedisNode[];
+  readonly owned: boolean;
+  readonly description: string;
+}
+
+export interface DemoDatabase {
+  readonly url: string;
+  readonly schema: string;
+  readonly db: Kysely<CounterDatabase>;
+  readonly store: GuardedStore<CounterDatabase>;
+  readonly description: string;
+}
+
+export interface DemoEnvironment {
+  readonly redis: DemoRedis;
+  /** The clock of node FAULTY_NODE, when the LD_PRELOAD shim could be built. */
+  readonly clock: ClockShim | null;
+  /** Why there is no clock control, for the skip message. */
+  readonly clockProblem: string | undefined;
+  /** Worker A reaches every Redis node through its own proxy, so a run can cut A off from some nodes. */
+  readonly proxiesOfA: FaultProxies;
+  /** The orchestrator's own connections to the nodes, to watch keys appear and expire. */
+  readonly probes: readonly Redis[];
+  readonly database: DemoDatabase;
+  readonly workers: { readonly A: WorkerHandle; readonly B: WorkerHandle };
+}
+
+/**
+ * Starts what the demo needs, in parallel: Redis nodes (or FENCED_REDIS_URLS), Postgres (FENCED_DATABASE_URL,
+ * the local server, or a throw-away cluster) with a schema of its own, and the two worker processes. Every
+ * piece registers its stop on `cleanup` as soon as it is up, so a failure half-way stops what did start.
+ */
+export async function startDemoEnvironment(cleanup: CleanupStack): Promise<DemoEnvironment> {
+  const [redisAndClock, database, workers] = await Promise.all([
+    startRedis(cleanup),
+    startDatabase(cleanup),
+    startWorkers(cleanup),
+  ]);
+  const { redis, clock, clockProblem } = redisAndClock;
+  const proxiesOfA = await proxyEach(redis.urls);
+  cleanup.defer('fault proxies', () => proxiesOfA.stop());
+  const probes = redis.urls.map((url) => {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+    client.on('error', () => undefined);
+    return client;
+  });
+  cleanup.defer('probe connections', async () => {
+    await Promise.all(probes.map((probe) => probe.quit().catch(() => probe.disconnect())));
+  });
+  await Promise.all(probes.map((p) => p.connect()));
+  return { redis, clock, clockProblem, proxiesOfA, probes, database, workers };
+}
+
+async function startRedis(
+  cleanup: CleanupStack,
+): Promise<{ redis: DemoRedis; clock: ClockShim | null; clockProblem: string | undefined }> {
+  const existing = process.env.FENCED_REDIS_URLS?.split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
+  if (existing && existing.length > 0) {
+    return {
+      redis: {
+        urls: existing,
+        nodes: [],
+        owned: false,
+        description: `${existing.length} nodes from FENCED_REDIS_URLS (no fault control)`,
+      },
+      clock: null,
+      clockProblem: 'the Redis nodes come from FENCED_REDIS_URLS',
+    };
+  }
+  let clock: ClockShim | null = null;
+  let clockProblem: string | undefined;
+  try {
+    clock = await ClockShim.create();
+    const shim = clock;
+    cleanup.defer('clock shim', () => shim.dispose());
+  } catch (error) {
+    clockProblem = `the clock shim could not be built (${error instanceof Error ? error.message : String(error)})`;
+  }
+  const started = await Promise.allSettled(
+    Array.from({ length: NODE_COUNT }, (_, i) =>
+      RedisNode.start(i === FAULTY_NODE && clock ? { env: clock.env } : {}),
+    ),
+  );
+  const nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  cleanup.defer('redis nodes', async () => {
+    await Promise.all(nodes.map((n) => n.stop()));
+  });
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw new Error(`could not start redis-server: ${String(failed.reason)}`);
+  return {
+    redis: {
+      urls: nodes.map((n) => n.url),
+      nodes,
+      owned: true,
+      description: `${NODE_COUNT} redis-server processes on ports ${nodes.map((n) => n.port).join(', ')} (appendfsync always)`,
+    },
+    clock,
+    clockProblem,
+  };
+}
+
+async function startDatabase(cleanup: CleanupStack): Promise<DemoDatabase> {
+  const server = await findOrStartPostgres();
+  cleanup.defer('postgres', () => server.stop());
+  const schema = await createTestSchema(server, 'fenced_demo');
+  cleanup.defer(`schema ${schema.schema}`, () => schema.drop());
+  const db = createDatabase<CounterDatabase>({
+    connectionString: server.url,
+    searchPath: schema.schema,
+    maxConnections: 4,
+    applicationName: 'fenced-demo',
+  });
+  cleanup.defer('database pool', () => db.destroy());
+  const store = new GuardedStore(db, { schema: schema.schema });
+  await store.migrate();
+  await createCounterTables(db, schema.schema);
+  const where = server.owned
+    ? server.cluster
+      ? `a throw-away cluster on port ${server.cluster.port}`
+      : `a ${server.backend} started for the demo`
+    : process.env.FENCED_DATABASE_URL
+      ? 'FENCED_DATABASE_URL'
+      : redactUrl(server.url);
+  return {
+    url: server.url,
+    schema: schema.schema,
+    db,
+    store,
+    description: `${where}, schema ${schema.schema} (dropped at the end)`,
+  };
+}
+
+async function startWorkers(cleanup: CleanupStack): Promise<{ A: WorkerHandle; B: WorkerHandle }> {
+  const started = await Promise.allSettled([WorkerHandle.spawn('A'), WorkerHandle.spawn('B')]);
+  for (const r of started) {
+    if (r.status === 'fulfilled') {
+      const worker = r.value;
+      cleanup.defer(`worker ${worker.name}`, () => worker.stop());
+    }
+  }
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
+  const [a, b] = started as PromiseFulfilledResult<WorkerHandle>[];
+  return { A: a!.value, B: b!.value };
+}
+
+/** A URL without its password, for printing. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.href;
+  } catch {
+    return '(unparsable url)';
+  }
+}

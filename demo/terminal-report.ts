@@ -1,0 +1,168 @@
+import type { RunAnalysis, Tone } from './analysis.js';
+import type { Lane } from './run-record.js';
+import type { Scenario } from './scenarios.js';
+import type { Mode } from './worker-protocol.js';
+
+/** ANSI styling that turns itself off (not a TTY, NO_COLOR). */
+export interface Painter {
+  bold(text: string): string;
+  dim(text: string): string;
+  red(text: string): string;
+  green(text: string): string;
+  yellow(text: string): string;
+  cyan(text: string): string;
+  magenta(text: string): string;
+}
+
+export function createPainter(enabled: boolean): Painter {
+  const style =
+    (open: number, close: number) =>
+    (text: string): string =>
+      enabled ? `\x1b[${open}m${text}\x1b[${close}m` : text;
+  return {
+    bold: style(1, 22),
+    dim: style(2, 22),
+    red: style(31, 39),
+    green: style(32, 39),
+    yellow: style(33, 39),
+    cyan: style(36, 39),
+    magenta: style(35, 39),
+  };
+}
+
+/** Colours by default on a terminal; NO_COLOR turns them off, FORCE_COLOR on. */
+export function colourWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  return stream.isTTY === true;
+}
+
+export const MODE_DESCRIPTIONS: Readonly<Record<Mode, string>> = {
+  unprotected: 'plain Redlock (the redlock package) + plain UPDATEs: no token, no guard',
+  fenced:
+    '@fenced/coordinator lease with its fencing token + guarded reads and writes (GuardedStore; F3 through the fencedWrites middleware)',
+};
+
+const WIDTH = 108;
+
+function wrap(text: string, width: number, indent: string): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line.length + word.length + 1 > width && line.length > 0) {
+      lines.push(indent + line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(indent + line);
+  return lines;
+}
+
+/** Prints the demo to a terminal: a timeline per run and the verdicts. */
+export class TerminalReport {
+  constructor(
+    private readonly out: (line: string) => void,
+    private readonly p: Painter,
+  ) {}
+
+  line(text = ''): void {
+    this.out(text);
+  }
+
+  scenario(s: Scenario): void {
+    const head = `━━ ${s.id} · ${s.title} `;
+    this.out('');
+    this.out(this.p.bold(head + '━'.repeat(Math.max(3, WIDTH - head.length))));
+    for (const l of wrap(s.story, WIDTH - 3, '   ')) this.out(this.p.dim(l));
+  }
+
+  skipped(s: Scenario, why: string): void {
+    this.scenario(s);
+    this.out(`   ${this.p.yellow('skipped')}: ${why}`);
+  }
+
+  run(a: RunAnalysis): void {
+    const { record, verdict } = a;
+    this.out('');
+    this.out(`   ${this.p.bold(`▸ ${record.mode}`)} ${this.p.dim(`— ${MODE_DESCRIPTIONS[record.mode]}`)}`);
+    for (const e of a.timeline) {
+      const t = `+${Math.round(e.t - record.startedAt)
+        .toString()
+        .padStart(5)} ms`;
+      const text = wrap(e.text, WIDTH - 22, '').map((l, i) => (i === 0 ? l : `${' '.repeat(22)}${l}`));
+      this.out(`     ${this.p.dim(t)}  ${this.lane(e.lane)}  ${this.tone(e.tone, text.join('\n'))}`);
+    }
+    const mark = verdict.passed ? this.p.green('✔') : this.p.red('✘');
+    const label = verdict.passed
+      ? verdict.expectation === 'anomaly'
+        ? this.p.yellow(verdict.label)
+        : this.p.green(verdict.label)
+      : this.p.red(this.p.bold(verdict.label));
+    this.out(`   ${mark} ${label}${this.p.dim(` (expected: ${verdict.expectation})`)} — ${verdict.headline}`);
+    for (const f of verdict.findings)
+      wrap(f, WIDTH - 9, '').forEach((l, i) => this.out(this.p.dim(`       ${i === 0 ? '·' : ' '} ${l}`)));
+    if (!verdict.passed && verdict.checks.violations.length > 0) {
+      for (const v of verdict.checks.violations) this.out(this.p.dim(`       checker: ${v}`));
+    }
+  }
+
+  summary(
+    analyses: readonly RunAnalysis[],
+    skipped: readonly { id: string; why: string }[],
+    seconds: number,
+  ): void {
+    this.out('');
+    this.out(this.p.bold(`━━ Summary ${'━'.repeat(WIDTH - 11)}`));
+    for (const a of analyses) {
+      const v = a.verdict;
+      const mark = v.passed ? this.p.green('✔') : this.p.red('✘');
+      const label = v.label.padEnd(14);
+      const painted = v.passed
+        ? v.expectation === 'anomaly'
+          ? this.p.yellow(label)
+          : this.p.green(label)
+        : this.p.red(label);
+      const text = `${a.record.scenario.padEnd(3)} ${a.record.mode.padEnd(11)} ${mark} ${painted} `;
+      const rest = wrap(v.headline, WIDTH - 35, '');
+      this.out(`   ${text}${rest[0] ?? ''}`);
+      for (const l of rest.slice(1)) this.out(`${' '.repeat(35)}${l}`);
+    }
+    for (const s of skipped) this.out(`   ${s.id.padEnd(3)} ${this.p.yellow('skipped')}: ${s.why}`);
+    const failed = analyses.filter((a) => !a.verdict.passed).length;
+    const scenarios = new Set(analyses.map((a) => a.record.scenario)).size;
+    this.out('');
+    this.out(
+      failed === 0
+        ? this.p.green(
+            `   All ${analyses.length} runs of ${scenarios} scenario${scenarios === 1 ? '' : 's'} behaved as expected (${seconds.toFixed(1)} s): ` +
+              'the lock alone lost data every time; with fencing tokens and the guard, none.',
+          )
+        : this.p.red(
+            this.p.bold(
+              `   ${failed} of ${analyses.length} runs did not behave as expected (${seconds.toFixed(1)} s).`,
+            ),
+          ),
+    );
+  }
+
+  private lane(lane: Lane): string {
+    if (lane === 'A') return this.p.cyan(this.p.bold('A  '));
+    if (lane === 'B') return this.p.magenta(this.p.bold('B  '));
+    return this.p.yellow('sys');
+  }
+
+  private tone(tone: Tone, text: string): string {
+    switch (tone) {
+      case 'good':
+        return this.p.green(text);
+      case 'bad':
+        return this.p.red(this.p.bold(text));
+      case 'warn':
+        return this.p.yellow(text);
+      case 'muted':
+        return this.p.dim(text);
+      case 'info':
+        return text;
+    }
+  }
+}
