@@ -23,8 +23,9 @@ export interface CoordinatorOptions {
   driftFactor?: number;
   /**
    * Upper bound of one call to one node. A slower node counts as a vote against, so a hung node never stalls an
-   * acquire; too small a bound turns ordinary latency spikes into failed votes.
-   * @defaultValue `50`
+   * acquire; too small a bound turns ordinary latency spikes (an fsync, a busy core) into failed votes. A decision
+   * never waits for it once a majority has answered, so it only costs time when a node hangs.
+   * @defaultValue `200`
    */
   nodeTimeoutMs?: number;
   /**
@@ -64,7 +65,7 @@ export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes'>>;
 export const coordinatorDefaults = Object.freeze({
   keyPrefix: 'fenced',
   driftFactor: 0.01,
-  nodeTimeoutMs: 50,
+  nodeTimeoutMs: 200,
   retryDelayMs: 100,
   retryJitterMs: 50,
   minValidityMs: 10,
