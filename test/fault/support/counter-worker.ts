@@ -1,0 +1,172 @@
+// A counter worker: one real process holding a coordinator, a lease and a guarded store, driven over IPC by a
+// fault test (worker-process.ts). The test stops it with SIGSTOP to make a pause that freezes everything —
+// its lease keep-alive, its sockets, its open transaction — the way a GC pause or a VM freeze does.
+import { Coordinator, type Lease } from '@fenced/coordinator';
+import { GuardedStore, createDatabase } from '@fenced/guarded-store';
+import type { Kysely } from 'kysely';
+import { increment, readOutside } from './counter-ops.js';
+import type { CounterDb } from './fault-world.js';
+import { leaseRef } from './fault-world.js';
+import type { WorkerCommand, WorkerMessage, WorkerRequest, WorkerResult } from './worker-protocol.js';
+
+const name = process.argv[2] ?? 'worker';
+
+interface Session {
+  coordinator: Coordinator;
+  db: Kysely<CounterDb>;
+  store: GuardedStore<CounterDb>;
+  lease?: Lease;
+  keeper?: NodeJS.Timeout;
+}
+
+let session: Session | undefined;
+const proceeds = new Map<number, () => void>();
+
+function send(message: WorkerMessage): void {
+  process.send?.(message);
+}
+
+function current(): Session {
+  if (!session) throw new Error('not set up');
+  return session;
+}
+
+function stopKeeper(s: Session): void {
+  if (s.keeper) clearInterval(s.keeper);
+  s.keeper = undefined;
+}
+
+async function run(request: WorkerRequest): Promise<WorkerResult> {
+  const command: WorkerCommand = request;
+  switch (command.cmd) {
+    case 'setup': {
+      const { setup } = command;
+      const coordinator = new Coordinator({
+        nodes: [...setup.redisUrls],
+        nodeTimeoutMs: setup.nodeTimeoutMs,
+        maxTtlMs: setup.maxTtlMs,
+        retryDelayMs: 50,
+      });
+      coordinator.on('nodeError', () => undefined);
+      const db = createDatabase<CounterDb>({
+        connectionString: setup.databaseUrl,
+        searchPath: setup.schema,
+        maxConnections: 3,
+        applicationName: `fenced-fault-${name}`,
+      });
+      const store = new GuardedStore(db, {
+        schema: setup.schema,
+        ...(setup.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: setup.lockTimeoutMs }),
+        ...(setup.idleInTransactionTimeoutMs === undefined
+          ? {}
+          : { idleInTransactionTimeoutMs: setup.idleInTransactionTimeoutMs }),
+      });
+      session = { coordinator, db, store };
+      await coordinator.ready();
+      // Loads the scripts on every node, so the scenario's acquire is a single round trip.
+      const warm = await coordinator.acquire(`warm-up-${name}-${process.pid}`, { ttlMs: 1_000 });
+      await warm.release();
+      return { ok: true };
+    }
+    case 'acquire': {
+      const s = current();
+      stopKeeper(s);
+      const lease = await s.coordinator.acquire(command.resource, {
+        ttlMs: command.ttlMs,
+        waitMs: command.waitMs,
+      });
+      s.lease = lease;
+      if (command.keepAlive) {
+        // A keep-alive like using()'s: it cannot run while the process is stopped, which is the point.
+        s.keeper = setInterval(
+          () => {
+            lease.extend().catch(() => stopKeeper(s));
+          },
+          Math.max(10, Math.floor(command.ttlMs / 3)),
+        );
+      }
+      return {
+        ok: true,
+        token: lease.token.toString(),
+        leaseRef: leaseRef(lease.id),
+        validityMs: lease.validityMs,
+      };
+    }
+    case 'read':
+      return { ok: true, value: (await readOutside(current().store, command.resource)).toString() };
+    case 'increment': {
+      const s = current();
+      const lease = s.lease;
+      if (!lease) throw new Error('no lease held');
+      const afterRead = command.pauseInside
+        ? () =>
+            new Promise<void>((resolve) => {
+              proceeds.set(request.id, resolve);
+              send({ kind: 'inside', id: request.id });
+            })
+        : undefined;
+      const value = await increment(
+        s.store,
+        {
+          resource: command.resource,
+          token: lease.token,
+          leaseRef: leaseRef(lease.id),
+          process: name,
+          opId: command.opId,
+          mode: command.mode,
+          ...(command.readBefore === undefined ? {} : { readBefore: BigInt(command.readBefore) }),
+        },
+        afterRead,
+      );
+      return { ok: true, value: String(value) };
+    }
+    case 'proceed':
+      proceeds.get(command.of)?.();
+      proceeds.delete(command.of);
+      return { ok: true };
+    case 'release': {
+      const s = current();
+      stopKeeper(s);
+      const lease = s.lease;
+      s.lease = undefined;
+      await lease?.release();
+      return { ok: true };
+    }
+    case 'teardown':
+      await tearDown();
+      return { ok: true };
+  }
+}
+
+async function tearDown(): Promise<void> {
+  const s = session;
+  session = undefined;
+  if (!s) return;
+  stopKeeper(s);
+  await s.lease?.release().catch(() => undefined);
+  await s.coordinator.close().catch(() => undefined);
+  await s.db.destroy().catch(() => undefined);
+}
+
+function failure(error: unknown): WorkerResult {
+  const code = (error as { code?: unknown } | null)?.code;
+  return {
+    ok: false,
+    code: typeof code === 'string' ? code : error instanceof Error ? error.name : 'ERROR',
+    message: error instanceof Error ? error.message : String(error),
+  };
+}
+
+process.on('message', (request: WorkerRequest) => {
+  run(request).then(
+    (result) => send({ kind: 'reply', id: request.id, result }),
+    (error: unknown) => send({ kind: 'reply', id: request.id, result: failure(error) }),
+  );
+});
+
+// The test owns this process: when it goes, so do we.
+process.on('disconnect', () => {
+  void tearDown().finally(() => process.exit(0));
+});
+
+send({ kind: 'ready' });

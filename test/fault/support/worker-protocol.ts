@@ -1,0 +1,62 @@
+import type { WriteMode } from './counter-ops.js';
+
+/**
+ * IPC between a fault test and its counter workers (counter-worker.ts): real child processes, so a test can
+ * stop one with SIGSTOP — timers, sockets and keep-alives frozen, as in a GC pause — rather than just not
+ * calling it. Tokens travel as decimal strings.
+ */
+export interface WorkerSetup {
+  readonly redisUrls: readonly string[];
+  readonly nodeTimeoutMs: number;
+  readonly maxTtlMs: number;
+  readonly databaseUrl: string;
+  readonly schema: string;
+  readonly lockTimeoutMs?: number;
+  readonly idleInTransactionTimeoutMs?: number;
+}
+
+export type WorkerCommand =
+  | { readonly cmd: 'setup'; readonly setup: WorkerSetup }
+  /** Acquires a lease; with `keepAlive` the worker extends it every third of its ttl, as `using()` does. */
+  | {
+      readonly cmd: 'acquire';
+      readonly resource: string;
+      readonly ttlMs: number;
+      readonly waitMs: number;
+      readonly keepAlive: boolean;
+    }
+  /** Reads the counter outside any guard. */
+  | { readonly cmd: 'read'; readonly resource: string }
+  /**
+   * Increments under the lease it holds. `pauseInside`: after the read, the worker reports `inside` and waits
+   * for `proceed` before writing (the test stops it in between).
+   */
+  | {
+      readonly cmd: 'increment';
+      readonly resource: string;
+      readonly mode: WriteMode;
+      readonly opId: string;
+      readonly readBefore?: string;
+      readonly pauseInside?: boolean;
+    }
+  | { readonly cmd: 'proceed'; readonly of: number }
+  | { readonly cmd: 'release' }
+  | { readonly cmd: 'teardown' };
+
+export type WorkerRequest = WorkerCommand & { readonly id: number };
+
+export interface WorkerResult {
+  readonly ok: boolean;
+  readonly token?: string;
+  readonly leaseRef?: string;
+  readonly validityMs?: number;
+  readonly value?: string;
+  /** Error code (STALE_TOKEN, LOCKED, QUORUM_UNAVAILABLE, ...) or error name. */
+  readonly code?: string;
+  readonly message?: string;
+}
+
+export type WorkerMessage =
+  | { readonly kind: 'ready' }
+  | { readonly kind: 'reply'; readonly id: number; readonly result: WorkerResult }
+  | { readonly kind: 'inside'; readonly id: number };
