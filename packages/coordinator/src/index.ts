@@ -14,7 +14,6 @@ export { MalformedReplyError, NodeTimeoutError, TokenExhaustedError } from './er
 export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
 export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';
 export type { LeaseService } from './http/lease-service.js';
-export { HTTP_STATUS_BY_CODE } from './http/errors.js';
 export { createServiceLogger } from './http/service-logger.js';
 export { loadConfig, DEFAULT_SERVICE_CONFIG } from './config.js';
 export type { ServiceConfig } from './config.js';

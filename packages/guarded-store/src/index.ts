@@ -25,5 +25,5 @@ export { fencedWrites, guardedWrite } from './middleware/fenced-writes.js';
 export type { FencedWritesOptions, GuardedWrite } from './middleware/fenced-writes.js';
 export { fencedErrorHandler } from './middleware/fenced-error-handler.js';
 export type { FencedErrorHandlerOptions } from './middleware/fenced-error-handler.js';
-export { HTTP_STATUS_BY_CODE, toHttpError } from './middleware/http-errors.js';
+export { toHttpError } from './middleware/http-errors.js';
 export type { HttpError } from './middleware/http-errors.js';

@@ -30,3 +30,4 @@ export type {
   LockStatusBody,
   ErrorBody,
 } from './lease.js';
+export { HTTP_STATUS_BY_CODE } from './http-status.js';

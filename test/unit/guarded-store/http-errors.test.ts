@@ -1,6 +1,7 @@
 import {
   ERROR_CODES,
   FencedError,
+  HTTP_STATUS_BY_CODE,
   InvalidRequestError,
   MissingTokenError,
   StaleTokenError,
@@ -9,7 +10,6 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import {
   ConnectionLostError,
-  HTTP_STATUS_BY_CODE,
   LockTimeoutError,
   ReadOnlyTransactionError,
   toHttpError,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  HTTP_STATUS_BY_CODE,
   ERROR_CODES,
   FencedError,
   InternalError,
@@ -8,7 +9,7 @@ import {
   LockedError,
   QuorumUnavailableError,
 } from '@fenced/shared';
-import { HTTP_STATUS_BY_CODE, toErrorResponse } from '../../../packages/coordinator/src/http/errors.js';
+import { toErrorResponse } from '../../../packages/coordinator/src/http/errors.js';
 
 describe('the error code → HTTP status table', () => {
   it('maps every shared error code to the status of DESIGN §5', () => {

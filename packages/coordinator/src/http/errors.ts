@@ -1,16 +1,11 @@
-import { ErrorCode, InternalError, InvalidRequestError, isFencedError, type ErrorBody } from '@fenced/shared';
-
-/** The one table from error codes to HTTP statuses (DESIGN §5). Every error response goes through it. */
-export const HTTP_STATUS_BY_CODE = Object.freeze({
-  INVALID_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  LOCKED: 409,
-  LEASE_LOST: 409,
-  STALE_TOKEN: 409,
-  MISSING_TOKEN: 428,
-  QUORUM_UNAVAILABLE: 503,
-  INTERNAL: 500,
-} as const satisfies Record<ErrorCode, number>);
+import {
+  ErrorCode,
+  HTTP_STATUS_BY_CODE,
+  InternalError,
+  InvalidRequestError,
+  isFencedError,
+  type ErrorBody,
+} from '@fenced/shared';
 
 export interface ErrorResponse {
   status: number;

@@ -1,5 +1,6 @@
 import {
   FencedError,
+  HTTP_STATUS_BY_CODE,
   InternalError,
   InvalidRequestError,
   type ErrorBody,
@@ -7,18 +8,6 @@ import {
 } from '@fenced/shared';
 import type { Response } from 'express';
 import { StorageError } from '../db/postgres-errors.js';
-
-/** The one table from error code to HTTP status (DESIGN §5). */
-export const HTTP_STATUS_BY_CODE = Object.freeze({
-  INVALID_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  LOCKED: 409,
-  LEASE_LOST: 409,
-  STALE_TOKEN: 409,
-  MISSING_TOKEN: 428,
-  QUORUM_UNAVAILABLE: 503,
-  INTERNAL: 500,
-} as const satisfies Record<ErrorCode, number>);
 
 /** Seconds a client should wait before retrying a write the store could not take right now. */
 const RETRY_AFTER_SECONDS = '1';
