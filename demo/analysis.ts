@@ -230,7 +230,7 @@ function classifyWrites(
         const { presented, current } = o.outcome;
         const detail =
           presented !== undefined && current !== undefined
-            ? `STALE_TOKEN: presented ${shortToken(presented)}, the fence is at ${shortToken(current)}`
+            ? `${o.outcome.status === 409 ? 'HTTP 409 ' : ''}STALE_TOKEN: presented ${shortToken(presented)}, the fence is at ${shortToken(current)}`
             : (o.outcome.message ?? 'STALE_TOKEN');
         return { ...base, status: 'refused', detail };
       }
@@ -467,12 +467,7 @@ function buildTimeline(
         else if (view?.status === 'stale-accepted')
           add(endedAt, o.worker, `✗ STALE WRITE ACCEPTED: counter = ${o.value} — ${view.detail}`, 'bad');
         else if (view?.status === 'refused')
-          add(
-            endedAt,
-            o.worker,
-            `✓ REFUSED${o.outcome.status === 409 ? ' (HTTP 409)' : ''}: ${view.detail}; nothing written`,
-            'good',
-          );
+          add(endedAt, o.worker, `✓ REFUSED: ${view.detail}; nothing written`, 'good');
         else add(endedAt, o.worker, `write failed: ${view?.detail ?? o.outcome.message ?? ''}`, 'warn');
         break;
       }

@@ -2,6 +2,7 @@ import type { Grant, RunAnalysis, Tone } from './analysis.js';
 import type { ActionRecord, Lane } from './run-record.js';
 import type { Scenario } from './scenarios.js';
 import { MODE_DESCRIPTIONS } from './terminal-report.js';
+import { compressedTimeScale } from './time-scale.js';
 
 /** What the report shows besides the runs. */
 export interface ReportContext {
@@ -29,7 +30,8 @@ const GUTTER = 92;
 const RIGHT = 24;
 const AXIS = 26;
 const LANE_HEIGHT = 88;
-const CHAR_WIDTH = 6.1;
+const CHAR_WIDTH = 6.3;
+const CHAR_WIDTH_BOLD = 7;
 
 /** Escapes text for HTML and XML alike (the report is well-formed XML, so it can be checked by a parser). */
 export function escapeXml(text: string): string {
@@ -50,59 +52,83 @@ interface Label {
   readonly weight?: 'bold';
 }
 
-/** Places labels in rows above and below a lane's centre so that they do not overlap. */
+/** Places labels in rows above and below a lane's centre so that they do not overlap, left to right. */
 class LabelRows {
-  private readonly rows: { y: number; taken: [number, number][] }[];
-  readonly placed: { x: number; y: number; label: Label }[] = [];
+  private readonly pending: Label[] = [];
 
-  constructor(centre: number) {
-    this.rows = [-16, 26, -29, 39].map((dy) => ({ y: centre + dy, taken: [] }));
-  }
+  constructor(private readonly centre: number) {}
 
   add(label: Label): void {
-    const width = label.text.length * CHAR_WIDTH;
-    const from = label.x - 3;
-    const to = label.x + width + 3;
-    const row =
-      this.rows.find((r) => r.taken.every(([a, b]) => to < a || from > b)) ??
-      this.rows.reduce((best, r) => (r.taken.length < best.taken.length ? r : best));
-    row.taken.push([from, to]);
-    this.placed.push({ x: label.x, y: row.y, label });
+    this.pending.push(label);
+  }
+
+  layout(): { x: number; y: number; label: Label }[] {
+    const rows = [-15, 27, -28, 40].map((dy) => ({ y: this.centre + dy, taken: [] as [number, number][] }));
+    return [...this.pending]
+      .sort((a, b) => a.x - b.x)
+      .map((label) => {
+        const width = label.text.length * (label.weight ? CHAR_WIDTH_BOLD : CHAR_WIDTH);
+        const x = Math.min(label.x, SVG_WIDTH - RIGHT - width);
+        const from = x - 3;
+        const to = x + width + 3;
+        const row =
+          rows.find((r) => r.taken.every(([a, b]) => to < a || from > b)) ??
+          rows.reduce((best, r) => (r.taken.length < best.taken.length ? r : best));
+        row.taken.push([from, to]);
+        return { x, y: row.y, label };
+      });
   }
 }
 
 /** The SVG timeline of one run: a lane per worker and one for Redis and the network. */
 export function renderRunSvg(a: RunAnalysis): string {
   const { record } = a;
-  const start = record.startedAt;
-  const duration = Math.max(1, record.endedAt - start);
-  const plot = SVG_WIDTH - GUTTER - RIGHT;
-  const x = (t: number): number =>
-    GUTTER + (Math.min(Math.max(t, start), record.endedAt) - start) * (plot / duration);
-  const height = AXIS + LANES.length * LANE_HEIGHT + 8;
-  const laneTop = (lane: Lane): number => AXIS + LANES.indexOf(lane) * LANE_HEIGHT;
+  const lanes = LANES.filter(
+    (lane) => lane !== 'system' || record.actions.some((act) => act.lane === 'system'),
+  );
+  const instants = [
+    ...record.ops.flatMap((o) => [o.outcome.startedAt, o.outcome.endedAt]),
+    ...record.actions.flatMap((act) => (act.until === undefined ? [act.t] : [act.t, act.until])),
+    ...a.grants.flatMap((g) => [g.grantedAt, g.validUntil, g.heldUntil]),
+  ];
+  const scale = compressedTimeScale(
+    instants,
+    record.startedAt,
+    record.endedAt,
+    GUTTER,
+    SVG_WIDTH - GUTTER - RIGHT,
+  );
+  const x = scale.x;
+  const height = AXIS + lanes.length * LANE_HEIGHT + 14;
+  const laneTop = (lane: Lane): number => AXIS + lanes.indexOf(lane) * LANE_HEIGHT;
   const centre = (lane: Lane): number => laneTop(lane) + LANE_HEIGHT / 2;
-  const rows = new Map<Lane, LabelRows>(LANES.map((l) => [l, new LabelRows(centre(l))]));
+  const rows = new Map<Lane, LabelRows>(lanes.map((l) => [l, new LabelRows(centre(l))]));
   const label = (lane: Lane, l: Label): void => rows.get(lane)!.add(l);
 
   const back: string[] = [];
   const middle: string[] = [];
   const front: string[] = [];
 
-  // Lanes and the time axis.
-  LANES.forEach((lane, i) => {
+  // Lanes and the time axis: ticks at the start, after every break and at the end; breaks drawn as such.
+  lanes.forEach((lane, i) => {
     const top = laneTop(lane);
     back.push(
       `<rect x="0" y="${top}" width="${SVG_WIDTH}" height="${LANE_HEIGHT}" fill="${i % 2 === 0 ? '#f7f7f9' : '#ffffff'}"/>`,
       `<text x="10" y="${centre(lane) + 4}" class="lane" fill="${lane === 'system' ? '#555' : COLOURS[lane]}">${escapeXml(LANE_TITLES[lane])}</text>`,
     );
   });
-  const step = niceStep(duration);
-  for (let t = 0; t <= duration; t += step) {
-    const px = x(start + t);
+  for (const tick of scale.ticks) {
     back.push(
-      `<line x1="${n(px)}" y1="${AXIS - 4}" x2="${n(px)}" y2="${height - 8}" stroke="#e3e3e8"/>`,
-      `<text x="${n(px)}" y="${AXIS - 9}" class="tick" text-anchor="middle">${t} ms</text>`,
+      `<line x1="${n(tick.x)}" y1="${AXIS - 4}" x2="${n(tick.x)}" y2="${height - 8}" stroke="#e3e3e8"/>`,
+      `<text x="${n(tick.x)}" y="${AXIS - 9}" class="tick" text-anchor="middle">${Math.round(tick.ms)} ms</text>`,
+    );
+  }
+  for (const b of scale.breaks) {
+    const mid = (b.x1 + b.x2) / 2;
+    back.push(
+      `<rect x="${n(b.x1 + 6)}" y="${AXIS - 2}" width="${n(Math.max(0, b.x2 - b.x1 - 12))}" height="${height - AXIS - 6}" fill="#ffffff" fill-opacity="0.55"/>`,
+      `<path d="M ${n(mid - 7)} ${AXIS + 2} l 6 -10 M ${n(mid + 1)} ${AXIS + 2} l 6 -10" stroke="#999" stroke-width="1.4"/>`,
+      `<text x="${n(mid)}" y="${height - 1}" class="tick" text-anchor="middle">≈ ${Math.round(b.ms)} ms</text>`,
     );
   }
 
@@ -191,10 +217,12 @@ export function renderRunSvg(a: RunAnalysis): string {
   }
 
   const labels = [...rows.values()].flatMap((r) =>
-    r.placed.map(
-      ({ x: lx, y, label: l }) =>
-        `<text x="${n(Math.min(lx, SVG_WIDTH - RIGHT - l.text.length * CHAR_WIDTH))}" y="${n(y)}" class="label" fill="${l.colour}"${l.weight ? ' font-weight="bold"' : ''}>${escapeXml(l.text)}</text>`,
-    ),
+    r
+      .layout()
+      .map(
+        ({ x: lx, y, label: l }) =>
+          `<text x="${n(lx)}" y="${n(y)}" class="label" fill="${l.colour}"${l.weight ? ' font-weight="bold"' : ''}>${escapeXml(l.text)}</text>`,
+      ),
   );
   const title = `${record.scenario} ${record.mode}: ${a.verdict.label}`;
   return [
@@ -235,15 +263,14 @@ function leaseBar(
     out.push(
       `<rect x="${n(from)}" y="${y}" width="${n(validTo - from)}" height="16" rx="3" fill="${colour}" fill-opacity="0.85"/>`,
     );
-    if (validTo - from > g.label.length * CHAR_WIDTH + 8)
-      out.push(`<text x="${n(from + 5)}" y="${y + 12}" class="bar">${escapeXml(g.label)}</text>`);
+    label(g.worker, { x: from, text: g.label, colour, weight: 'bold' });
   }
   if (beliefTo - validTo > 0.5) {
     out.push(
       `<rect x="${n(validTo)}" y="${y}" width="${n(beliefTo - validTo)}" height="16" rx="3" fill="url(#hatch-${g.worker})" stroke="${colour}" stroke-dasharray="4 2"/>`,
     );
-    if (validTo - from <= g.label.length * CHAR_WIDTH + 8)
-      label(g.worker, { x: validTo + 3, text: `${g.label} (already expired)`, colour });
+    if (validTo - from <= 0.5)
+      label(g.worker, { x: validTo, text: `${g.label} (already expired)`, colour, weight: 'bold' });
   }
 }
 
@@ -259,14 +286,19 @@ function spanOf(
   const x1 = x(act.t);
   if (act.kind === 'clock' || act.kind === 'restart') {
     const top = laneTop(act.lane);
+    const cy = centre(act.lane);
     out.push(
       `<line x1="${n(x1)}" y1="${top + 6}" x2="${n(x1)}" y2="${top + LANE_HEIGHT - 6}" stroke="${COLOURS.bad}" stroke-width="2"/>`,
-      `<text x="${n(x1)}" y="${centre(act.lane) + 5}" text-anchor="middle" class="bolt">${act.kind === 'clock' ? '⏩' : '↻'}</text>`,
+      `<circle cx="${n(x1)}" cy="${cy}" r="7" fill="#fff" stroke="${COLOURS.bad}" stroke-width="2"/>`,
+      act.kind === 'clock'
+        ? `<path d="M ${n(x1)} ${cy - 4} L ${n(x1)} ${cy} L ${n(x1 + 3)} ${cy + 2}" stroke="${COLOURS.bad}" stroke-width="1.6" fill="none"/>`
+        : `<rect x="${n(x1 - 2.5)}" y="${cy - 2.5}" width="5" height="5" fill="${COLOURS.bad}"/>`,
     );
     label(act.lane, {
-      x: x1 + 8,
-      text: act.kind === 'clock' ? 'clock jumps +30 s' : 'restarted empty',
+      x: x1 + 10,
+      text: act.short ?? (act.kind === 'clock' ? 'clock jump' : 'restarted empty'),
       colour: COLOURS.bad,
+      weight: 'bold',
     });
     return;
   }
@@ -279,24 +311,28 @@ function spanOf(
     out.push(
       `<rect x="${n(x1)}" y="${top}" width="${n(Math.max(1, x2 - x1))}" height="${h}" fill="url(#hatch-pause)" stroke="${COLOURS.pause}" stroke-opacity="0.6"/>`,
     );
-    label(act.lane, { x: x1 + 4, text: `SIGSTOP ${ms} ms`, colour: '#444', weight: 'bold' });
+    label(act.lane, {
+      x: x1 + 4,
+      text: `${act.short ?? 'SIGSTOP'} ${ms} ms`,
+      colour: '#444',
+      weight: 'bold',
+    });
   } else if (act.kind === 'hold') {
     out.push(
       `<rect x="${n(x1)}" y="${top}" width="${n(Math.max(1, x2 - x1))}" height="${h}" fill="${COLOURS.hold}" fill-opacity="0.16" stroke="${COLOURS.hold}"/>`,
     );
-    label(act.lane, { x: x1 + 4, text: `held in the network ${ms} ms`, colour: '#b35900', weight: 'bold' });
+    label(act.lane, {
+      x: x1 + 4,
+      text: `${act.short ?? 'held in the network'} ${ms} ms`,
+      colour: '#b35900',
+      weight: 'bold',
+    });
   } else if (act.kind === 'cutoff') {
     out.push(
       `<rect x="${n(x1)}" y="${top}" width="${n(Math.max(1, x2 - x1))}" height="${h}" fill="${COLOURS.cutoff}" fill-opacity="0.12" stroke="${COLOURS.cutoff}" stroke-dasharray="6 3"/>`,
     );
-    label(act.lane, { x: x1 + 4, text: 'A cut off from nodes 3, 4', colour: COLOURS.cutoff, weight: 'bold' });
+    label(act.lane, { x: x1 + 4, text: act.short ?? 'cut off', colour: COLOURS.cutoff, weight: 'bold' });
   }
-}
-
-function niceStep(durationMs: number): number {
-  for (const step of [50, 100, 200, 250, 500, 1_000, 2_000, 5_000, 10_000])
-    if (durationMs / step <= 10) return step;
-  return 20_000;
 }
 
 const LEGEND = `<svg xmlns="http://www.w3.org/2000/svg" class="legend" viewBox="0 0 980 46" width="980" height="46" role="img" aria-label="legend">

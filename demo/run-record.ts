@@ -32,6 +32,8 @@ export interface ActionRecord {
   readonly t: number;
   until?: number;
   readonly text: string;
+  /** A few words for the SVG timeline. */
+  readonly short?: string;
   endText?: string;
 }
 

@@ -127,13 +127,13 @@ export class ScenarioContext {
   }
 
   /** An instantaneous fault (a clock jump, a restart). */
-  event(lane: Lane, kind: ActionKind, text: string): void {
-    this.record.actions.push({ lane, kind, t: nowMs(), text });
+  event(lane: Lane, kind: ActionKind, text: string, short?: string): void {
+    this.record.actions.push({ lane, kind, t: nowMs(), text, ...(short ? { short } : {}) });
   }
 
   /** Starts a span (a pause, bytes held in the network, a node cut off); `end()` closes it. */
-  span(lane: Lane, kind: ActionKind, text: string): { end(text?: string): void } {
-    const action: ActionRecord = { lane, kind, t: nowMs(), text };
+  span(lane: Lane, kind: ActionKind, text: string, short?: string): { end(text?: string): void } {
+    const action: ActionRecord = { lane, kind, t: nowMs(), text, ...(short ? { short } : {}) };
     this.record.actions.push(action);
     return {
       end: (endText?: string) => {

@@ -62,7 +62,12 @@ const F2: Scenario = {
     const { A, B } = ctx;
     const proxies = ctx.env.proxiesOfA;
     proxies.setMode('hold', { direction: 'to-client' });
-    const held = ctx.span('system', 'hold', "the network holds the replies to A's acquire");
+    const held = ctx.span(
+      'system',
+      'hold',
+      "the network holds the replies to A's acquire",
+      "A's replies held",
+    );
     const pending = A.acquire();
     try {
       const nodes = ctx.env.redis.urls.length;
@@ -123,7 +128,7 @@ const F3: Scenario = {
       ctx.must(await A.acquire(), 'A acquire');
       const seen = ctx.valueOf(await A.read(), 'A read');
       proxy.setMode('hold');
-      const held = ctx.span('A', 'hold', "the network holds A's write request");
+      const held = ctx.span('A', 'hold', "the network holds A's write request", 'write held in the network');
       const pendingWrite = A.write(seen + 1, throughNetwork);
       try {
         await ctx.waitFor("A's request is in the network", () => proxy.stats.queuedBytes > 0);
@@ -151,6 +156,7 @@ function cutOffA(ctx: ScenarioContext): void {
     'system',
     'cutoff',
     `A is cut off from nodes ${CUT_OFF_NODES.join(' and ')} (blackhole): its majority is nodes 0, 1, ${FAULTY_NODE}`,
+    `A cut off from nodes ${CUT_OFF_NODES.join(', ')}`,
   );
 }
 
@@ -185,7 +191,12 @@ const F4: Scenario = {
       const a = ctx.must(await A.acquire(), 'A acquire');
       const seen = ctx.valueOf(await A.read(), 'A read');
       await clock.jump(30_000, { clocks: 'realtime' });
-      ctx.event('system', 'clock', `node ${FAULTY_NODE}'s clock jumps 30 s forward: A's key there expires`);
+      ctx.event(
+        'system',
+        'clock',
+        `node ${FAULTY_NODE}'s clock jumps 30 s forward: A's key there expires`,
+        `node ${FAULTY_NODE}: clock +30 s`,
+      );
       await ctx.waitFor(
         `A's key on node ${FAULTY_NODE} has expired`,
         async () => (await ctx.leaseKeyCount([FAULTY_NODE])) === 0,
@@ -220,7 +231,12 @@ const F6: Scenario = {
     const a = ctx.must(await A.acquire(), 'A acquire');
     const seen = ctx.valueOf(await A.read(), 'A read');
     await node.restart({ keepData: false });
-    ctx.event('system', 'restart', `node ${FAULTY_NODE} killed and restarted empty: it forgot A's lease`);
+    ctx.event(
+      'system',
+      'restart',
+      `node ${FAULTY_NODE} killed and restarted empty: it forgot A's lease`,
+      `node ${FAULTY_NODE} restarted empty`,
+    );
     const b = ctx.must(await B.acquire({ waitMs: 3 * ctx.ttlMs }), 'B acquire');
     noteOverlap(ctx, b.endedAt, a.lease?.validUntil);
     if (ctx.mode === 'fenced' && b.endedAt - b.startedAt > ctx.ttlMs / 2) {

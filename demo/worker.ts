@@ -255,7 +255,12 @@ async function writeOverHttp(
   } catch {
     // not JSON: keep the raw body
   }
-  throw new CommandError(code, `${status} ${code}: ${message}`, { status });
+  // The 409 body names both tokens; carry them like a StaleTokenError does.
+  const tokens = /presented (\d+), the fence is at (\d+)/.exec(message);
+  throw new CommandError(code, `${status} ${code}: ${message}`, {
+    status,
+    ...(tokens ? { presented: tokens[1], current: tokens[2] } : {}),
+  });
 }
 
 /** One PUT on a fresh connection (no keep-alive: a connection must not outlive the run's fault proxy). */
