@@ -6,7 +6,7 @@
  */
 export interface TimeScale {
   /** Absolute ms → x in px. Clamped to the run. */
-  x(t: number): number;
+  readonly x: (t: number) => number;
   /** The compressed gaps: where they are drawn, and how long they really were. */
   readonly breaks: readonly { readonly x1: number; readonly x2: number; readonly ms: number }[];
   /** Where to put tick labels: the start, both sides of every break, the end. Relative ms. */
