@@ -49,6 +49,8 @@ export interface DemoResult {
   readonly seconds: number;
   /** Anything that could not be stopped or removed at the end. */
   readonly cleanupProblems: readonly string[];
+  /** What the demo started (all of it stopped or dropped by now): for checks that nothing is left behind. */
+  readonly started: { readonly schema: string | null; readonly pids: readonly number[] };
 }
 
 /**
@@ -71,9 +73,13 @@ export async function runDemo(options: RunDemoOptions = {}): Promise<DemoResult>
   const skipped: { id: string; why: string }[] = [];
   let reportPath: string | null = null;
   let cleanupProblems: string[] = [];
+  const started: { schema: string | null; pids: number[] } = { schema: null, pids: [] };
   try {
     report.line('Starting Redis nodes, Postgres and two worker processes …');
     const env = await startDemoEnvironment(cleanup);
+    started.schema = env.database.schema;
+    started.pids.push(env.workers.A.pid, env.workers.B.pid);
+    for (const node of env.redis.nodes) if (node.pid !== undefined) started.pids.push(node.pid);
     options.signal?.throwIfAborted();
     const environment = [
       `Redis: ${env.redis.description}`,
@@ -122,6 +128,7 @@ export async function runDemo(options: RunDemoOptions = {}): Promise<DemoResult>
     passed: runs.length > 0 && runs.every((r) => r.verdict.passed),
     seconds: (performance.now() - began) / 1_000,
     cleanupProblems,
+    started,
   };
 }
 
