@@ -4,7 +4,6 @@ import {
   InternalError,
   InvalidRequestError,
   type ErrorBody,
-  type ErrorCode,
 } from '@fenced/shared';
 import type { Response } from 'express';
 import { StorageError } from '../db/postgres-errors.js';
