@@ -120,6 +120,8 @@ async function run(request: WorkerRequest): Promise<WorkerResult> {
       );
       return { ok: true, value: String(value) };
     }
+    case 'now':
+      return { ok: true, value: String(Date.now()) };
     case 'proceed':
       proceeds.get(command.of)?.();
       proceeds.delete(command.of);

@@ -11,7 +11,7 @@ import {
   type TestSchema,
 } from '../../support/postgres.js';
 import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
-import type { RedisNodeOptions } from '../../support/redis-node.js';
+import { RedisNode, type RedisNodeOptions } from '../../support/redis-node.js';
 import type { CommitRecord, History } from '../../support/history.js';
 
 /**
@@ -36,8 +36,8 @@ export interface CounterDb {
 export interface FaultWorldOptions {
   /** Redis nodes. @defaultValue 5 */
   nodes?: number;
-  /** Options of every node (persistence, extra arguments, the clock shim's environment...). */
-  nodeOptions?: RedisNodeOptions;
+  /** Options of every node, or of node `i` (persistence, extra arguments, a clock shim's environment...). */
+  nodeOptions?: RedisNodeOptions | ((index: number) => RedisNodeOptions);
   /** A Postgres cluster of our own, for scenarios that kill it (F13). @defaultValue false */
   ownPostgres?: boolean;
   /** Options of the world's store (timeouts). */
@@ -67,7 +67,7 @@ export class FaultWorld {
   private readonly databases = new Set<Kysely<CounterDb>>();
 
   private constructor(
-    readonly redis: RedisNodes,
+    readonly redis: Pick<RedisNodes, 'urls' | 'nodes' | 'stop'>,
     readonly postgres: PostgresServer,
     readonly schema: TestSchema,
     readonly db: Kysely<CounterDb>,
@@ -79,11 +79,15 @@ export class FaultWorld {
   }
 
   static async start(options: FaultWorldOptions = {}): Promise<FaultWorld> {
-    const redis = await startRedisNodes(options.nodes ?? 5, {
-      useExisting: false,
-      backend: 'process',
-      ...options.nodeOptions,
-    });
+    const nodeOptions = options.nodeOptions;
+    const redis =
+      typeof nodeOptions === 'function'
+        ? await startEachNode(options.nodes ?? 5, nodeOptions)
+        : await startRedisNodes(options.nodes ?? 5, {
+            useExisting: false,
+            backend: 'process',
+            ...nodeOptions,
+          });
     let postgres: PostgresServer | undefined;
     try {
       postgres = await findOrStartPostgres({
@@ -267,6 +271,26 @@ export class FaultWorld {
     await this.postgres.stop();
     await this.redis.stop();
   }
+}
+
+/** Nodes started one by one with their own options (e.g. one clock shim per node). */
+async function startEachNode(
+  count: number,
+  optionsOf: (index: number) => RedisNodeOptions,
+): Promise<Pick<RedisNodes, 'urls' | 'nodes' | 'stop'>> {
+  const started = await Promise.allSettled(
+    Array.from({ length: count }, (_, i) => RedisNode.start(optionsOf(i))),
+  );
+  const nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const stop = async (): Promise<void> => {
+    await Promise.all(nodes.map((n) => n.stop()));
+  };
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await stop();
+    throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
+  }
+  return { urls: nodes.map((n) => n.url), nodes, stop };
 }
 
 /** A fresh resource name per scenario run. */

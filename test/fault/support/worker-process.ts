@@ -173,6 +173,12 @@ export class WorkerProcess {
 
   private lastIncrementId = 0;
 
+  /** The worker's own wall clock. */
+  async now(): Promise<number> {
+    const result = await this.send({ cmd: 'now' });
+    return Number(result.value);
+  }
+
   /** Lets an increment started with `onInside` go on to its write. */
   proceed(): void {
     this.child.send({ cmd: 'proceed', of: this.lastIncrementId, id: this.nextId++ });

@@ -40,6 +40,8 @@ export type WorkerCommand =
       readonly pauseInside?: boolean;
     }
   | { readonly cmd: 'proceed'; readonly of: number }
+  /** The worker's wall clock (`Date.now()`), which a clock shim may have moved. */
+  | { readonly cmd: 'now' }
   | { readonly cmd: 'release' }
   | { readonly cmd: 'teardown' };
 
