@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { SCENARIOS, selectScenarios } from './scenarios.js';
+import { wrapText } from './terminal-report.js';
 
 export type CliCommand =
   | { readonly kind: 'help' }
@@ -75,9 +76,11 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 }
 
 /** The text of `--list`. */
-export function scenarioList(): string {
+export function scenarioList(width = 100): string {
   return SCENARIOS.map((s) => {
     const needs = s.requires.length > 0 ? ` [needs ${s.requires.join(', ')}]` : '';
-    return `${s.id}  ${s.title} (ttl ${s.ttlMs} ms)${needs}\n    ${s.story}`;
+    return [`${s.id}  ${s.title} (ttl ${s.ttlMs} ms)${needs}`, ...wrapText(s.story, width - 4, '    ')].join(
+      '\n',
+    );
   }).join('\n\n');
 }

@@ -66,6 +66,13 @@ export async function startDemoEnvironment(cleanup: CleanupStack): Promise<DemoE
   cleanup.defer('probe connections', async () => {
     await Promise.all(probes.map((probe) => probe.quit().catch(() => probe.disconnect())));
   });
+  if (!redis.owned) {
+    // Nodes we do not own outlive the demo: remove the keys its runs left there (token registers and
+    // incarnation keys under the runs' prefixes; plain Redlock keys expire by themselves).
+    cleanup.defer('demo keys on FENCED_REDIS_URLS', async () => {
+      await Promise.all(probes.map((probe) => deleteKeys(probe, `${DEMO_KEY_PREFIX}*`)));
+    });
+  }
   await Promise.all(probes.map((p) => p.connect()));
   return { redis, clock, clockProblem, proxiesOfA, probes, database, workers };
 }
@@ -163,6 +170,18 @@ async function startWorkers(cleanup: CleanupStack): Promise<{ A: WorkerHandle; B
   if (failed) throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
   const [a, b] = started as PromiseFulfilledResult<WorkerHandle>[];
   return { A: a!.value, B: b!.value };
+}
+
+/** Every coordinator key prefix of the demo starts with this. */
+export const DEMO_KEY_PREFIX = 'fenced-demo-';
+
+async function deleteKeys(client: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+    cursor = next;
+    if (keys.length > 0) await client.del(...keys);
+  } while (cursor !== '0');
 }
 
 /** A URL without its password, for printing. */

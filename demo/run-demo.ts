@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { analyseRun, type RunAnalysis } from './analysis.js';
 import { CleanupStack } from './cleanup-stack.js';
 import { counterResource, insertCounter, writeLog } from './counter-table.js';
-import { startDemoEnvironment, type DemoEnvironment } from './demo-environment.js';
+import { DEMO_KEY_PREFIX, startDemoEnvironment, type DemoEnvironment } from './demo-environment.js';
 import { renderHtmlReport } from './html-report.js';
 import type { RunRecord } from './run-record.js';
 import { ScenarioContext, ScenarioError } from './scenario-context.js';
@@ -159,7 +159,7 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
     actions: [],
     log: [],
   };
-  const keyPrefix = `fenced-demo-${tag}`;
+  const keyPrefix = `${DEMO_KEY_PREFIX}${tag}`;
   const setup = (redisUrls: readonly string[]): WorkerSetup => ({
     mode,
     redisUrls,

@@ -45,7 +45,8 @@ export const MODE_DESCRIPTIONS: Readonly<Record<Mode, string>> = {
 
 const WIDTH = 108;
 
-function wrap(text: string, width: number, indent: string): string[] {
+/** Splits `text` into lines of at most `width` characters (words are never cut), each prefixed by `indent`. */
+export function wrapText(text: string, width: number, indent: string): string[] {
   const lines: string[] = [];
   let line = '';
   for (const word of text.split(/\s+/)) {
@@ -73,7 +74,7 @@ export class TerminalReport {
     const head = `━━ ${s.id} · ${s.title} `;
     this.out('');
     this.out(this.p.bold(head + '━'.repeat(Math.max(3, WIDTH - head.length))));
-    for (const l of wrap(s.story, WIDTH - 3, '   ')) this.out(this.p.dim(l));
+    for (const l of wrapText(s.story, WIDTH - 3, '   ')) this.out(this.p.dim(l));
   }
 
   skipped(s: Scenario, why: string): void {
@@ -89,7 +90,7 @@ export class TerminalReport {
       const t = `+${Math.round(e.t - record.startedAt)
         .toString()
         .padStart(5)} ms`;
-      const text = wrap(e.text, WIDTH - 22, '').map((l, i) => (i === 0 ? l : `${' '.repeat(22)}${l}`));
+      const text = wrapText(e.text, WIDTH - 22, '').map((l, i) => (i === 0 ? l : `${' '.repeat(22)}${l}`));
       this.out(`     ${this.p.dim(t)}  ${this.lane(e.lane)}  ${this.tone(e.tone, text.join('\n'))}`);
     }
     const mark = verdict.passed ? this.p.green('✔') : this.p.red('✘');
@@ -100,7 +101,9 @@ export class TerminalReport {
       : this.p.red(this.p.bold(verdict.label));
     this.out(`   ${mark} ${label}${this.p.dim(` (expected: ${verdict.expectation})`)} — ${verdict.headline}`);
     for (const f of verdict.findings)
-      wrap(f, WIDTH - 9, '').forEach((l, i) => this.out(this.p.dim(`       ${i === 0 ? '·' : ' '} ${l}`)));
+      wrapText(f, WIDTH - 9, '').forEach((l, i) =>
+        this.out(this.p.dim(`       ${i === 0 ? '·' : ' '} ${l}`)),
+      );
     if (!verdict.passed && verdict.checks.violations.length > 0) {
       for (const v of verdict.checks.violations) this.out(this.p.dim(`       checker: ${v}`));
     }
@@ -123,7 +126,7 @@ export class TerminalReport {
           : this.p.green(label)
         : this.p.red(label);
       const text = `${a.record.scenario.padEnd(3)} ${a.record.mode.padEnd(11)} ${mark} ${painted} `;
-      const rest = wrap(v.headline, WIDTH - 35, '');
+      const rest = wrapText(v.headline, WIDTH - 35, '');
       this.out(`   ${text}${rest[0] ?? ''}`);
       for (const l of rest.slice(1)) this.out(`${' '.repeat(35)}${l}`);
     }
