@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { analyseRun } from '../../../demo/analysis.js';
+import type { LoggedWrite } from '../../../demo/counter-table.js';
+import type { OpRecord, RunRecord, WorkerName } from '../../../demo/run-record.js';
+import type { Mode, WorkerOutcome } from '../../../demo/worker-protocol.js';
+
+// The demo's verdicts on hand-made histories of the F1 story (A reads 0, pauses; B increments; A writes 1),
+// so that each verdict is seen to fail when it must: the negative controls of the demo's own judgement.
+// No servers needed; it lives next to the end-to-end test of the demo it checks.
+
+const TTL = 1_000;
+
+function outcome(startedAt: number, endedAt: number, more: Partial<WorkerOutcome> = {}): WorkerOutcome {
+  return { ok: true, startedAt, endedAt, ...more };
+}
+
+function story(mode: Mode, aWrite: 'accepted' | 'refused'): RunRecord {
+  const token = (n: number): string | undefined => (mode === 'fenced' ? String(1_000 + n) : undefined);
+  const lease = (worker: WorkerName, n: number, at: number) => ({
+    resource: 'demo-counter:x',
+    leaseRef: `${worker}-lease`,
+    validityMs: TTL - 10,
+    validUntil: at + TTL - 10,
+    ...(token(n) !== undefined ? { token: token(n) } : {}),
+  });
+  const op = (
+    worker: WorkerName,
+    name: OpRecord['op'],
+    o: WorkerOutcome,
+    more: Partial<OpRecord> = {},
+  ): OpRecord => ({ worker, op: name, outcome: o, leaseRef: `${worker}-lease`, ...more });
+  const refusal: Partial<WorkerOutcome> = {
+    ok: false,
+    code: 'STALE_TOKEN',
+    message: 'stale',
+    presented: token(1) ?? '1',
+    current: token(2) ?? '2',
+  };
+  const ops: OpRecord[] = [
+    op('A', 'acquire', outcome(0, 5, { lease: lease('A', 1, 5) }), { ttlMs: TTL, waitMs: 0 }),
+    op('A', 'read', outcome(6, 8, { value: 0 })),
+    op('B', 'acquire', outcome(10, 1_010, { lease: lease('B', 2, 1_010) }), { ttlMs: TTL, waitMs: 3_000 }),
+    op('B', 'read', outcome(1_011, 1_012, { value: 0 })),
+    op('B', 'write', outcome(1_013, 1_015, { value: 1 }), { value: 1, via: 'db' }),
+    op('B', 'release', outcome(1_016, 1_017)),
+    op('A', 'write', outcome(1_100, 1_102, aWrite === 'accepted' ? { value: 1 } : refusal), {
+      value: 1,
+      via: 'db',
+    }),
+  ];
+  const log: LoggedWrite[] = [
+    {
+      seq: 1,
+      worker: 'B',
+      leaseRef: 'B-lease',
+      token: mode === 'fenced' ? 1_002n : null,
+      value: 1,
+      via: 'db',
+    },
+  ];
+  if (aWrite === 'accepted')
+    log.push({
+      seq: 2,
+      worker: 'A',
+      leaseRef: 'A-lease',
+      token: mode === 'fenced' ? 1_001n : null,
+      value: 1,
+      via: 'db',
+    });
+  return {
+    scenario: 'F1',
+    mode,
+    counter: 'x',
+    resource: 'demo-counter:x',
+    ttlMs: TTL,
+    startedAt: 0,
+    endedAt: 1_200,
+    ops,
+    actions: [{ lane: 'A', kind: 'pause', t: 9, until: 1_099, text: 'SIGSTOP A' }],
+    final: { value: 1, writer: aWrite === 'accepted' ? 'A' : 'B' },
+    log,
+  };
+}
+
+describe('demo verdicts', () => {
+  it('passes an unprotected run that lost the update, naming the stale write', () => {
+    const a = analyseRun(story('unprotected', 'accepted'));
+    expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: true, label: 'anomaly shown' });
+    expect(a.writes.find((w) => w.worker === 'A')?.status).toBe('stale-accepted');
+    expect(a.grants.map((g) => [g.worker, g.label])).toEqual([
+      ['A', 'grant #1'],
+      ['B', 'grant #2'],
+    ]);
+  });
+
+  it('fails an unprotected run that did not show the anomaly', () => {
+    // Had the lock held: A increments, releases; B acquires, reads A's 1 and writes 2. A serial history.
+    const record = story('unprotected', 'accepted');
+    const at = (o: OpRecord, startedAt: number, more: Partial<WorkerOutcome> = {}): OpRecord => ({
+      ...o,
+      outcome: { ...o.outcome, startedAt, endedAt: startedAt + 2, ...more },
+    });
+    const [aAcquire, aRead, bAcquire, bRead, bWrite, bRelease, aWrite] = record.ops as [
+      OpRecord,
+      OpRecord,
+      OpRecord,
+      OpRecord,
+      OpRecord,
+      OpRecord,
+      OpRecord,
+    ];
+    record.ops.splice(
+      0,
+      record.ops.length,
+      aAcquire,
+      aRead,
+      at(aWrite, 10),
+      at({ ...bRelease, worker: 'A', leaseRef: 'A-lease' }, 13),
+      at(bAcquire, 20, { lease: { ...bAcquire.outcome.lease!, validUntil: 1_020 } }),
+      at(bRead, 30, { value: 1 }),
+      { ...at(bWrite, 40, { value: 2 }), value: 2 },
+      at(bRelease, 50),
+    );
+    record.actions.length = 0;
+    record.log = [
+      { seq: 1, worker: 'A', leaseRef: 'A-lease', token: null, value: 1, via: 'db' },
+      { seq: 2, worker: 'B', leaseRef: 'B-lease', token: null, value: 2, via: 'db' },
+    ];
+    record.final = { value: 2, writer: 'B' };
+    const a = analyseRun(record);
+    expect(a.verdict.checks.violations).toEqual([]);
+    expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: false, label: 'NO ANOMALY' });
+  });
+
+  it('passes a fenced run whose stale write was refused', () => {
+    const a = analyseRun(story('fenced', 'refused'));
+    expect(a.verdict).toMatchObject({ expectation: 'safe', passed: true, label: 'safe' });
+    expect(a.writes.find((w) => w.worker === 'A')?.status).toBe('refused');
+  });
+
+  it('fails a fenced run that let the stale write through', () => {
+    const a = analyseRun(story('fenced', 'accepted'));
+    expect(a.verdict).toMatchObject({ expectation: 'safe', passed: false, label: 'UNSAFE' });
+    expect(a.verdict.checks.violations.length).toBeGreaterThan(0);
+  });
+
+  it('fails a fenced run in which no stale attempt happened', () => {
+    const record = story('fenced', 'refused');
+    record.ops.pop(); // A never wrote
+    const a = analyseRun(record);
+    expect(a.verdict).toMatchObject({ expectation: 'safe', passed: false, label: 'NOT EXERCISED' });
+  });
+
+  it('fails a run whose orchestration broke, whatever its history shows', () => {
+    const record = story('unprotected', 'accepted');
+    record.error = 'B acquire failed';
+    expect(analyseRun(record).verdict).toMatchObject({ passed: false, label: 'BROKEN' });
+  });
+});
