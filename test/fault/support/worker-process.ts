@@ -111,7 +111,13 @@ export class WorkerProcess {
   /** Acquires (recorded as `acquire`); resolves with the lease, or `null` when not granted. */
   async acquire(
     resource: string,
-    options: { ttlMs: number; waitMs?: number; keepAlive?: boolean },
+    options: {
+      ttlMs: number;
+      waitMs?: number;
+      keepAlive?: boolean;
+      /** How the client reads the token it was granted (a negative control may mangle it). */
+      asRead?: (token: bigint) => bigint;
+    },
   ): Promise<WorkerLease | null> {
     const pending = this.history.invoke(this.name, 'acquire', resource);
     const result = await this.send({
@@ -122,7 +128,8 @@ export class WorkerProcess {
       keepAlive: options.keepAlive ?? false,
     });
     if (result.ok && result.token !== undefined && result.leaseRef !== undefined) {
-      const lease = { resource, token: BigInt(result.token), leaseRef: result.leaseRef };
+      const token = (options.asRead ?? ((t: bigint) => t))(BigInt(result.token));
+      const lease = { resource, token, leaseRef: result.leaseRef };
       pending.ok({ token: lease.token, leaseId: lease.leaseRef, validityMs: result.validityMs ?? 0 });
       this.lease = lease;
       return lease;
