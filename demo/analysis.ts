@@ -348,10 +348,10 @@ function judge(
   }
   const how = [
     refused.length > 0
-      ? `${refused.length === 1 ? 'the stale write' : `${refused.length} stale writes`} refused by the fence`
+      ? `${refused.length === 1 ? 'stale write' : `${refused.length} stale writes`} refused by the fence`
       : '',
-    refusedReads.length > 0 ? 'a stale read refused' : '',
-    late.length > 0 ? 'the late grant discarded by the coordinator' : '',
+    refusedReads.length > 0 ? 'stale read refused by the fence' : '',
+    late.length > 0 ? 'late grant discarded by the coordinator' : '',
   ]
     .filter(Boolean)
     .join(', ');

@@ -19,10 +19,11 @@ runs twice: unprotected (plain Redlock + plain UPDATEs), which must lose data, a
 lease + token, guarded writes), which must refuse the stale write and keep the data intact.
 
 Options:
-  --scenario NAME   run only this scenario (${SCENARIOS.map((s) => s.id).join(', ')}); repeat it or give a
+  -s, --scenario NAME
+                    run only this scenario (${SCENARIOS.map((s) => s.id).join(', ')}); repeat it or give a
                     comma-separated list, e.g. --scenario F1,F3
   --list            list the scenarios and exit
-  --help            show this help and exit
+  -h, --help        show this help and exit
 
 Environment:
   FENCED_REDIS_URLS     use these Redis nodes (scenarios that need fault control on Redis are skipped)

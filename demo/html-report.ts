@@ -1,7 +1,7 @@
 import type { Grant, RunAnalysis, Tone } from './analysis.js';
 import type { ActionRecord, Lane } from './run-record.js';
 import type { Scenario } from './scenarios.js';
-import { MODE_DESCRIPTIONS } from './terminal-report.js';
+import { MODE_DESCRIPTIONS, describeRun } from './terminal-report.js';
 import { compressedTimeScale } from './time-scale.js';
 
 /** What the report shows besides the runs. */
@@ -410,7 +410,7 @@ ${runs.map(renderRun).join('\n')}
 <body>
 <h1>fenced — what a lock alone cannot promise</h1>
 <p class="env">Generated ${escapeXml(context.generatedAt.toISOString())} by <code>npm run demo</code> in ${context.seconds.toFixed(1)} s. ${context.environment.map(escapeXml).join(' · ')}</p>
-<p>Each scenario runs twice with the same orchestration: <b>unprotected</b> (${escapeXml(MODE_DESCRIPTIONS.unprotected)}) must lose data; <b>fenced</b> (${escapeXml(MODE_DESCRIPTIONS.fenced)}) must refuse the stale write and keep the data intact. Verdicts come from the recorded history, checked by the commit-order and lost-update checkers.</p>
+<p>Each scenario runs twice with the same orchestration: <b>unprotected</b> (${escapeXml(MODE_DESCRIPTIONS.unprotected)}) must lose data; <b>fenced</b> (${escapeXml(MODE_DESCRIPTIONS.fenced)}; in F3 through the fencedWrites middleware) must refuse the stale write and keep the data intact. Verdicts come from the recorded history, checked by the commit-order and lost-update checkers.</p>
 <p class="${failed === 0 ? 'pass-safe' : 'fail'}"><b>${failed === 0 ? `All ${analyses.length} runs behaved as expected.` : `${failed} of ${analyses.length} runs did not behave as expected.`}</b></p>
 <table class="summary">
 <tr><th>scenario</th><th>run</th><th>verdict</th><th></th></tr>
@@ -435,7 +435,7 @@ function renderRun(a: RunAnalysis): string {
     .join('\n');
   return `<div class="run">
 <h3>${escapeXml(a.record.mode)}</h3>
-<p class="mode">${escapeXml(MODE_DESCRIPTIONS[a.record.mode])}</p>
+<p class="mode">${escapeXml(describeRun(a.record))}</p>
 <p class="verdict ${cls}">${v.passed ? '✔' : '✘'} ${escapeXml(v.label)} (expected: ${v.expectation}) — ${escapeXml(v.headline)}</p>
 ${renderRunSvg(a)}
 <ul class="findings">${v.findings.map((f) => `<li>${escapeXml(f)}</li>`).join('')}</ul>

@@ -1,5 +1,5 @@
 import type { RunAnalysis, Tone } from './analysis.js';
-import type { Lane } from './run-record.js';
+import type { Lane, RunRecord } from './run-record.js';
 import type { Scenario } from './scenarios.js';
 import type { Mode } from './worker-protocol.js';
 
@@ -39,9 +39,17 @@ export function colourWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv
 
 export const MODE_DESCRIPTIONS: Readonly<Record<Mode, string>> = {
   unprotected: 'plain Redlock (the redlock package) + plain UPDATEs: no token, no guard',
-  fenced:
-    '@fenced/coordinator lease with its fencing token + guarded reads and writes (GuardedStore; F3 through the fencedWrites middleware)',
+  fenced: '@fenced/coordinator lease with its fencing token + guarded reads and writes (GuardedStore)',
 };
+
+/** How a run protected its writes, in words; runs that wrote through the counter service say so. */
+export function describeRun(record: RunRecord): string {
+  const overHttp = record.ops.some((o) => o.op === 'write' && o.via === 'http');
+  if (!overHttp) return MODE_DESCRIPTIONS[record.mode];
+  return record.mode === 'fenced'
+    ? '@fenced/coordinator lease with its fencing token; writes over HTTP through the fencedWrites middleware (Fencing-Token header, 409 STALE_TOKEN)'
+    : 'plain Redlock (the redlock package); writes over HTTP to a service that runs a plain UPDATE';
+}
 
 const WIDTH = 108;
 
@@ -85,7 +93,7 @@ export class TerminalReport {
   run(a: RunAnalysis): void {
     const { record, verdict } = a;
     this.out('');
-    this.out(`   ${this.p.bold(`▸ ${record.mode}`)} ${this.p.dim(`— ${MODE_DESCRIPTIONS[record.mode]}`)}`);
+    this.out(`   ${this.p.bold(`▸ ${record.mode}`)} ${this.p.dim(`— ${describeRun(record)}`)}`);
     for (const e of a.timeline) {
       const t = `+${Math.round(e.t - record.startedAt)
         .toString()

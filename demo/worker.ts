@@ -5,6 +5,8 @@
 // Unprotected mode: plain Redlock (the `redlock` package) and plain UPDATEs; the lock is all there is.
 // Fenced mode: a @fenced/coordinator lease with its fencing token, and every read and write in a guarded
 // transaction of @fenced/guarded-store (or through the counter service's fencedWrites middleware).
+//
+// FENCED_DEMO_DEBUG=1 appends the coordinator's node errors to the message of a failed acquire.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { Redis } from 'ioredis';
@@ -91,7 +93,8 @@ async function setUp(setup: WorkerSetup): Promise<void> {
     });
     session = { setup, db, store, coordinator, redisClients: [] };
     await coordinator.ready();
-    // Loads the Lua scripts on every node, so a later acquire is one round trip (EVALSHA, no NOSCRIPT retry).
+    // Loads the Lua scripts on every node, so a later acquire is one round trip: F2 holds the replies, and
+    // a held NOSCRIPT would keep the acquire itself from ever reaching the nodes.
     const warm = await coordinator.acquire(`demo-warmup:${name}`, { ttlMs: 1_000 });
     await warm.release();
   } else {
@@ -106,7 +109,7 @@ async function setUp(setup: WorkerSetup): Promise<void> {
     const redlock = new Redlock(redisClients, { retryCount: 0, retryDelay: 100, retryJitter: 20 });
     redlock.on('error', () => undefined);
     session = { setup, db, store, redlock, redisClients };
-    const warm = await redlock.acquire([`demo-warmup:${name}`], 1_000);
+    const warm = await redlock.acquire([`demo-warmup:${name}`], 1_000); // loads the script (see above)
     await warm.release();
   }
 }
