@@ -359,6 +359,7 @@ h3 { font-size: 15px; margin: 18px 0 2px; }
 .pass-anomaly { color: #a05a00; } .pass-safe { color: #2e7d32; } .fail { color: #c62828; }
 table.summary { border-collapse: collapse; margin: 12px 0; }
 table.summary td, table.summary th { border-bottom: 1px solid #e5e5e5; padding: 4px 10px; text-align: left; vertical-align: top; }
+table.summary td:nth-child(-n + 3) { white-space: nowrap; }
 table.events { border-collapse: collapse; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
 table.events td { padding: 1px 8px; vertical-align: top; }
 .tone-good { color: #2e7d32; } .tone-bad { color: #c62828; font-weight: bold; } .tone-warn { color: #a05a00; } .tone-muted { color: #888; }
