@@ -37,8 +37,16 @@ export interface CycleOptions {
   readonly protection: Protection;
   readonly ttlMs: number;
   readonly waitMs: number;
-  /** Time spent in the critical section between the read and the write (makes leases expire mid-write). */
-  readonly holdMs?: number;
+  /**
+   * Time spent in the critical section between the read and the write (makes leases expire mid-write); a
+   * function draws one per critical section.
+   */
+  readonly holdMs?: number | (() => number);
+  /**
+   * Time between the grant and the guarded transaction (a holder that stalls before it writes, so a successor
+   * may fence in first); a function draws one per critical section.
+   */
+  readonly stallMs?: number | (() => number);
 }
 
 let opCounter = 0;
@@ -72,9 +80,12 @@ export async function cycle(history: History, client: WorkloadClient, options: C
   }
   acquire.ok({ token, leaseId: ref, validityMs: lease.validityMs });
 
+  const stall = typeof options.stallMs === 'function' ? options.stallMs() : (options.stallMs ?? 0);
+  if (stall > 0) await sleep(stall);
+
   const opId = `${client.name}-${++opCounter}-${process.pid}`;
   const mode = writeModeOf(protection);
-  const hold = options.holdMs ?? 0;
+  const hold = typeof options.holdMs === 'function' ? options.holdMs() : (options.holdMs ?? 0);
   for (let attempt = 0; attempt < 2; attempt++) {
     const pending = history.invoke(client.name, 'increment', resource, { token, leaseId: ref, opId });
     try {

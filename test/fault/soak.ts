@@ -1,0 +1,89 @@
+// The soak: seeded random fault schedules, one after another, for as long as asked.
+//
+//   npm run soak -- --minutes 30              seeds from a random start, runs of 60 s, for 30 minutes
+//   npm run soak -- --seed 42 --minutes 10    seeds 42, 43, ... for 10 minutes
+//   npm run soak -- --seed 42                 replays the schedule of seed 42 once
+//   options: --run-seconds N (length of one schedule, default 60), --clients N (default 4)
+//
+// Every run is judged by every checker; a failing run prints its seed (to replay it), its violations and its
+// schedule, writes its history to .tmp/fault-histories/, and the soak exits 1.
+import { parseArgs } from 'node:util';
+import { FaultWorld } from './support/fault-world.js';
+import { describeStep, runRandomSchedule, type RandomRunProgress } from './support/random-schedule.js';
+import { dumpHistory } from './support/verdict.js';
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string' },
+    minutes: { type: 'string' },
+    'run-seconds': { type: 'string', default: '60' },
+    clients: { type: 'string', default: '4' },
+  },
+});
+
+function positive(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) {
+    console.error(`--${name} must be a positive number, got ${text}`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const minutes = positive('minutes', values.minutes);
+const runMs = positive('run-seconds', values['run-seconds'])! * 1_000;
+const clients = Math.round(positive('clients', values.clients)!);
+const firstSeed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+if (!Number.isInteger(firstSeed)) {
+  console.error(`--seed must be an integer, got ${values.seed}`);
+  process.exit(2);
+}
+// With a seed and no duration: replay that one schedule.
+const deadline = minutes === undefined ? undefined : performance.now() + minutes * 60_000;
+
+const tty = process.stdout.isTTY;
+function progressLine(seed: number, p: RandomRunProgress): void {
+  const line =
+    `seed ${seed}  ${(p.elapsedMs / 1000).toFixed(0).padStart(3)}s/${runMs / 1000}s  ` +
+    `increments ok ${p.ok}  refused ${p.failed}  unknown ${p.unknown}  ` +
+    `faults ${p.faultsApplied} (${p.activeFaults} active)`;
+  if (tty) process.stdout.write(`\r${line}\u001b[K`);
+  else if (Math.round(p.elapsedMs / 1000) % 10 === 0) console.log(line);
+}
+
+const world = await FaultWorld.start();
+let failed = 0;
+let runs = 0;
+try {
+  for (let seed = firstSeed; ; seed++) {
+    const { verdict, schedule, history } = await runRandomSchedule(world, {
+      seed,
+      durationMs: runMs,
+      protection: 'protected',
+      clients,
+      onProgress: (p) => progressLine(seed, p),
+    });
+    runs++;
+    if (tty) process.stdout.write('\r\u001b[K');
+    const counts = verdict.info
+      .filter((i) => /increments ok|\d+ grants|holding intervals/.test(i))
+      .join('; ');
+    if (verdict.ok) {
+      console.log(`seed ${seed}: ok — ${schedule.length} faults; ${counts}`);
+    } else {
+      failed++;
+      const file = await dumpHistory(history, `soak-seed-${seed}`);
+      console.log(`seed ${seed}: FAILED — replay with: npm run soak -- --seed ${seed}`);
+      for (const v of verdict.violations.slice(0, 20)) console.log(`  ${v}`);
+      if (verdict.violations.length > 20) console.log(`  ... ${verdict.violations.length - 20} more`);
+      console.log(`  schedule:\n${schedule.map((s) => `    ${describeStep(s)}`).join('\n')}`);
+      console.log(`  history: ${file}`);
+    }
+    if (deadline === undefined || performance.now() > deadline) break;
+  }
+} finally {
+  await world.close();
+}
+console.log(`${runs} runs, ${failed} failed (first seed ${firstSeed})`);
+process.exit(failed > 0 ? 1 : 0);

@@ -1,0 +1,291 @@
+import { FaultProxy, proxyEach, type FaultProxies } from '../../support/fault-proxy.js';
+import { History } from '../../support/history.js';
+import { readCounter } from './counter-ops.js';
+import { uniqueResource, type FaultWorld } from './fault-world.js';
+import { judge, sleep, type Verdict } from './verdict.js';
+import { runClients, type Protection, type WorkloadClient } from './workload.js';
+
+/** mulberry32: a tiny seeded PRNG, so a schedule is replayed exactly from its seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export type FaultStep =
+  | { readonly kind: 'pause-node'; readonly node: number; readonly forMs: number }
+  | { readonly kind: 'kill-node'; readonly node: number; readonly forMs: number }
+  | { readonly kind: 'restart-node-empty'; readonly node: number }
+  | {
+      readonly kind: 'partition-client';
+      readonly client: number;
+      readonly nodes: number[];
+      readonly forMs: number;
+    }
+  | { readonly kind: 'delay-client'; readonly client: number; readonly forMs: number }
+  /**
+   * A paused client, simulated by holding every socket it has (Redis and Postgres) in the proxies: the servers
+   * see exactly what a SIGSTOPped client leaves them (an idle transaction, commands arriving late); only the
+   * client's own timers keep running, which these in-process clients use for nothing but node timeouts.
+   */
+  | { readonly kind: 'hold-client'; readonly client: number; readonly forMs: number };
+
+export interface ScheduledStep {
+  readonly atMs: number;
+  readonly step: FaultStep;
+}
+
+export interface ScheduleOptions {
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly nodes: number;
+  readonly clients: number;
+}
+
+/**
+ * The fault schedule of a seed: a fault every 0.5–2 s, each lasting 0.3–2 s. Node faults never disturb more than
+ * two of the five nodes at once, and at most one node a run restarts empty (a lost disk): they test safety, not
+ * how long a cluster can stay unavailable. Client faults may overlap with anything.
+ */
+export function planSchedule(options: ScheduleOptions): ScheduledStep[] {
+  const random = seededRandom(options.seed);
+  const int = (min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
+  const steps: ScheduledStep[] = [];
+  const busyUntil = new Map<number, number>(); // node → end of its current fault
+  let emptyRestarts = 0;
+  for (let at = int(200, 800); at < options.durationMs - 1_000; at += int(500, 2_000)) {
+    const forMs = int(300, 2_000);
+    const free = [...Array(options.nodes).keys()].filter((n) => (busyUntil.get(n) ?? 0) <= at);
+    const disturbed = options.nodes - free.length;
+    const roll = random();
+    const node = free[int(0, Math.max(0, free.length - 1))];
+    if (roll < 0.45 && node !== undefined && disturbed < 2) {
+      const kind =
+        roll < 0.2 ? 'pause-node' : roll < 0.4 || emptyRestarts > 0 ? 'kill-node' : 'restart-node-empty';
+      if (kind === 'restart-node-empty') {
+        emptyRestarts++;
+        busyUntil.set(node, at + 6_000); // it sits out a repair before it votes again
+        steps.push({ atMs: at, step: { kind, node } });
+      } else {
+        busyUntil.set(node, at + forMs);
+        steps.push({ atMs: at, step: { kind, node, forMs } });
+      }
+      continue;
+    }
+    const client = int(0, options.clients - 1);
+    if (roll < 0.7) {
+      const size = int(1, 3);
+      const nodes = [...Array(options.nodes).keys()].sort(() => random() - 0.5).slice(0, size);
+      steps.push({ atMs: at, step: { kind: 'partition-client', client, nodes, forMs } });
+    } else if (roll < 0.85) {
+      steps.push({ atMs: at, step: { kind: 'delay-client', client, forMs } });
+    } else {
+      steps.push({ atMs: at, step: { kind: 'hold-client', client, forMs: Math.min(forMs, 1_200) } });
+    }
+  }
+  return steps;
+}
+
+export function describeStep({ atMs, step }: ScheduledStep): string {
+  const at = `${(atMs / 1000).toFixed(1)}s`;
+  switch (step.kind) {
+    case 'pause-node':
+    case 'kill-node':
+      return `${at} ${step.kind} ${step.node} for ${step.forMs} ms`;
+    case 'restart-node-empty':
+      return `${at} ${step.kind} ${step.node}`;
+    case 'partition-client':
+      return `${at} cut client ${step.client} from nodes ${step.nodes.join(',')} for ${step.forMs} ms`;
+    case 'delay-client':
+    case 'hold-client':
+      return `${at} ${step.kind} ${step.client} for ${step.forMs} ms`;
+  }
+}
+
+export interface RandomRunOptions {
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly protection: Protection;
+  readonly clients?: number;
+  /** Called about once a second with counts so far (the soak's progress display). */
+  readonly onProgress?: (progress: RandomRunProgress) => void;
+}
+
+export interface RandomRunProgress {
+  readonly elapsedMs: number;
+  readonly ok: number;
+  readonly failed: number;
+  readonly unknown: number;
+  readonly faultsApplied: number;
+  readonly activeFaults: number;
+}
+
+export interface RandomRunResult {
+  readonly verdict: Verdict;
+  readonly schedule: readonly ScheduledStep[];
+  readonly history: History;
+  readonly resource: string;
+}
+
+interface ClientLinks {
+  readonly redis: FaultProxies;
+  readonly postgres: FaultProxy;
+}
+
+/**
+ * A seeded random schedule of node pauses, kills and restarts, client partitions, delays and holds, against
+ * several clients doing read-modify-write increments on one counter, judged by every checker.
+ */
+export async function runRandomSchedule(
+  world: FaultWorld,
+  options: RandomRunOptions,
+): Promise<RandomRunResult> {
+  const clientCount = options.clients ?? 4;
+  const schedule = planSchedule({
+    seed: options.seed,
+    durationMs: options.durationMs,
+    nodes: world.redis.nodes.length,
+    clients: clientCount,
+  });
+  const resource = uniqueResource(`random-${options.seed}`);
+  await world.ensureCounter(resource);
+  const history = new History();
+  const links: ClientLinks[] = [];
+  const clients: WorkloadClient[] = [];
+  const random = seededRandom(options.seed ^ 0x5bd1e995);
+  try {
+    for (let i = 0; i < clientCount; i++) {
+      const redis = await proxyEach(world.urls);
+      const postgres = await FaultProxy.start({ target: world.postgres.url });
+      links.push({ redis, postgres });
+      const store = world.anotherStore({ connectionString: postgres.url, maxConnections: 2 });
+      await store.read((trx) => readCounter(trx, resource));
+      const coordinator = world.coordinator({ nodes: redis.urls });
+      await coordinator.ready();
+      clients.push({ name: `W${i}`, coordinator, store });
+    }
+
+    const started = performance.now();
+    const elapsed = (): number => performance.now() - started;
+    let applied = 0;
+    let active = 0;
+    const endings: Promise<void>[] = [];
+    const fault = async (step: FaultStep): Promise<void> => {
+      active++;
+      try {
+        await apply(world, links, step);
+      } finally {
+        active--;
+      }
+    };
+    const nemesis = (async () => {
+      for (const planned of schedule) {
+        const wait = planned.atMs - elapsed();
+        if (wait > 0) await sleep(wait);
+        applied++;
+        endings.push(fault(planned.step));
+      }
+    })();
+    const progress = options.onProgress
+      ? setInterval(() => {
+          const ops = history.events.filter((e) => e.op === 'increment');
+          options.onProgress?.({
+            elapsedMs: elapsed(),
+            ok: ops.filter((e) => e.kind === 'ok').length,
+            failed: ops.filter((e) => e.kind === 'fail').length,
+            unknown: ops.filter((e) => e.kind === 'unknown').length,
+            faultsApplied: applied,
+            activeFaults: active,
+          });
+        }, 1_000)
+      : undefined;
+    try {
+      await runClients(history, clients, {
+        resource,
+        protection: options.protection,
+        ttlMs: 400,
+        // A quarter of the critical sections outlive their lease inside the transaction, one in five stalls past
+        // it before the transaction: overlapping holders, some of them fenced off.
+        holdMs: () => (random() < 0.25 ? 300 + Math.floor(random() * 300) : Math.floor(random() * 100)),
+        stallMs: () => (random() < 0.2 ? 300 + Math.floor(random() * 400) : 0),
+        waitMs: 3_000,
+        maxCycles: 10_000,
+        stop: () => elapsed() > options.durationMs,
+      });
+      await nemesis;
+      await Promise.all(endings);
+    } finally {
+      clearInterval(progress);
+    }
+  } finally {
+    await heal(world, links);
+    for (const client of clients) await world.closeCoordinator(client.coordinator);
+    await Promise.allSettled(links.flatMap((l) => [l.redis.stop(), l.postgres.stop()]));
+  }
+  return { verdict: await judge(world, history, [resource]), schedule, history, resource };
+}
+
+/** Applies one fault and undoes it after its duration. */
+async function apply(world: FaultWorld, links: readonly ClientLinks[], step: FaultStep): Promise<void> {
+  switch (step.kind) {
+    case 'pause-node': {
+      const node = world.redis.nodes[step.node]!;
+      node.pause();
+      await sleep(step.forMs);
+      node.resume();
+      return;
+    }
+    case 'kill-node': {
+      const node = world.redis.nodes[step.node]!;
+      await node.kill();
+      await sleep(step.forMs);
+      await node.restart({ keepData: true });
+      return;
+    }
+    case 'restart-node-empty':
+      await world.redis.nodes[step.node]!.restart({ keepData: false });
+      return;
+    case 'partition-client': {
+      const client = links[step.client]!;
+      for (const n of step.nodes) client.redis.proxies[n]!.setMode('blackhole');
+      await sleep(step.forMs);
+      for (const n of step.nodes) client.redis.proxies[n]!.release();
+      return;
+    }
+    case 'delay-client': {
+      const client = links[step.client]!;
+      client.redis.setMode('delay', { delayMs: 5, jitterMs: 45 });
+      client.postgres.setMode('delay', { delayMs: 20, jitterMs: 30 });
+      await sleep(step.forMs);
+      client.redis.release();
+      client.postgres.release();
+      return;
+    }
+    case 'hold-client': {
+      const client = links[step.client]!;
+      client.redis.setMode('hold');
+      client.postgres.setMode('hold');
+      await sleep(step.forMs);
+      client.redis.release();
+      client.postgres.release();
+      return;
+    }
+  }
+}
+
+/** Everything back to normal: nodes running and resumed, every link passing. */
+async function heal(world: FaultWorld, links: readonly ClientLinks[]): Promise<void> {
+  for (const node of world.redis.nodes) {
+    node.resume();
+    if (!node.running) await node.restart({ keepData: true });
+  }
+  for (const l of links) {
+    l.redis.release();
+    l.postgres.release();
+  }
+}
