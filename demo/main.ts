@@ -16,17 +16,12 @@ function onSignal(signal: NodeJS.Signals): void {
 
 /**
  * Ctrl-C must stop things in order: drop the demo's schema, stop a Postgres cluster it started. The
- * test/support process registry adds SIGINT/SIGTERM handlers that kill its children and exit on the spot,
- * which would skip that; so while the demo runs, its own handler is the only one. The registry's exit hook,
- * which kills any child still running by pid, stays in place as the last resort.
+ * test/support process registry defers to a program's own SIGINT/SIGTERM handler, and its exit hook, which
+ * kills any child still running by pid, stays in place as the last resort.
  */
 function takeOverSignals(): void {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  process.on('newListener', (event: string | symbol, listener: (...args: unknown[]) => void) => {
-    if ((event === 'SIGINT' || event === 'SIGTERM') && listener !== onSignal)
-      queueMicrotask(() => process.removeListener(event, listener));
-  });
 }
 
 async function main(): Promise<number> {

@@ -31,6 +31,9 @@ function hook(): void {
   process.once('exit', killAll);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
+      // A program with its own handler (the demo, the soak runner) does its orderly, asynchronous clean-up and
+      // exits; the 'exit' hook above still kills our children then. Without one, we exit here.
+      if (process.listenerCount(signal) > 0) return;
       killAll();
       process.exit(130);
     });
