@@ -1,0 +1,185 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { findOrStartPostgres, type PostgresServer } from '../test/support/postgres.js';
+import { startRedisNodes, type RedisNodes } from '../test/support/redis-cluster.js';
+import { summarizeLatencies } from './statistics.js';
+
+/** What the numbers were measured on. */
+export interface MachineInfo {
+  cores: number;
+  memoryGiB: number;
+  cpuModel: string;
+  platform: string;
+  /** 1-minute load average when the run started and ended: above ~0.5 on 2 cores, something else was busy. */
+  loadAverageAtStart: number;
+  loadAverageAtEnd?: number;
+}
+
+export interface ServerVersions {
+  node: string;
+  redisServer: string;
+  postgres: string;
+}
+
+/**
+ * The servers of one benchmark run: five `redis-server` processes started here with the persistence of
+ * DESIGN §3 (appendonly yes, appendfsync always, maxmemory-policy noeviction), and a Postgres cluster started
+ * here too (initdb + pg_ctl, fsync and synchronous_commit on) unless FENCED_DATABASE_URL names one.
+ * Every library runs against these same nodes.
+ */
+export interface BenchEnvironment {
+  readonly redis: RedisNodes;
+  readonly postgres: PostgresServer;
+  readonly versions: ServerVersions;
+  /** `CONFIG GET` of the settings that matter, from node 0, as evidence in the results. */
+  readonly redisConfig: Record<string, string>;
+  /** Plain (unpipelined) clients for INFO and housekeeping, one per node; no library uses them. */
+  readonly admin: Redis[];
+  stop(): Promise<void>;
+}
+
+export async function startBenchEnvironment(): Promise<BenchEnvironment> {
+  const redis = await startRedisNodes(5, { useExisting: false });
+  let postgres: PostgresServer | undefined;
+  const admin: Redis[] = [];
+  try {
+    postgres = await findOrStartPostgres({ forceThrowaway: process.env.FENCED_DATABASE_URL === undefined });
+    admin.push(...redis.urls.map((url) => new Redis(url, { enableAutoPipelining: false })));
+    const redisConfig = await readRedisConfig(admin[0]!);
+    const versions: ServerVersions = {
+      node: process.version,
+      redisServer: redisServerVersion(),
+      postgres: await postgresVersion(postgres.url),
+    };
+    const started = postgres;
+    return {
+      redis,
+      postgres: started,
+      versions,
+      redisConfig,
+      admin,
+      stop: async () => {
+        await Promise.all(admin.map((c) => c.quit().catch(() => c.disconnect())));
+        await started.stop();
+        await redis.stop();
+      },
+    };
+  } catch (error) {
+    for (const c of admin) c.disconnect();
+    await postgres?.stop().catch(() => undefined);
+    await redis.stop();
+    throw error;
+  }
+}
+
+export function machineInfo(): MachineInfo {
+  let cpuModel = os.cpus()[0]?.model ?? 'unknown';
+  try {
+    const line = readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('model name'));
+    if (line !== undefined) cpuModel = line.slice(line.indexOf(':') + 1).trim();
+  } catch {
+    // not Linux: os.cpus() it is
+  }
+  return {
+    cores: os.cpus().length,
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    cpuModel,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+    loadAverageAtStart: os.loadavg()[0]!,
+  };
+}
+
+function redisServerVersion(): string {
+  const result = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  const match = /v=(\S+)/.exec(result.stdout ?? '');
+  return match?.[1] ?? 'unknown';
+}
+
+async function postgresVersion(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ server_version: string }>('show server_version');
+    return rows[0]?.server_version ?? 'unknown';
+  } finally {
+    await client.end();
+  }
+}
+
+async function readRedisConfig(client: Redis): Promise<Record<string, string>> {
+  const config: Record<string, string> = {};
+  for (const name of ['appendonly', 'appendfsync', 'maxmemory-policy', 'save']) {
+    const reply = (await client.config('GET', name)) as string[];
+    config[name] = reply[1] ?? '';
+  }
+  return config;
+}
+
+/** `used_memory` of every node, in bytes, in node order. */
+export async function usedMemory(admin: readonly Redis[]): Promise<number[]> {
+  return Promise.all(
+    admin.map(async (client) => {
+      const info = await client.info('memory');
+      const match = /^used_memory:(\d+)/m.exec(info);
+      if (match === null) throw new Error('INFO memory has no used_memory line');
+      return Number(match[1]);
+    }),
+  );
+}
+
+/** Key count of every node, in node order. */
+export function keyCounts(admin: readonly Redis[]): Promise<number[]> {
+  return Promise.all(admin.map((client) => client.dbsize()));
+}
+
+/**
+ * Deletes the keys matching `pattern` on every node (SCAN + UNLINK, bounded by the key count), so one
+ * library's leftovers do not sit in the next measurement. Never touches the coordinator's own keys unless
+ * asked to.
+ */
+export async function deleteKeys(admin: readonly Redis[], pattern: string): Promise<number> {
+  let deleted = 0;
+  for (const client of admin) {
+    let cursor = '0';
+    // SCAN ends when the cursor comes back to 0; the bound only guards against a server that never says so.
+    const maxCalls = Math.ceil(((await client.dbsize()) + 1) / 1_000) * 4 + 100;
+    for (let call = 0; call < maxCalls; call++) {
+      const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 5_000);
+      if (keys.length > 0) deleted += await client.unlink(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  }
+  return deleted;
+}
+
+/**
+ * fdatasync latency of the disk the Redis data directories live on (the system temp folder): the floor under
+ * every write a node acknowledges with `appendfsync always`. Measured with the same small appends an AOF gets.
+ */
+export async function probeFsync(samples = 200): Promise<{ samples: number; p50Ms: number; p99Ms: number }> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'fenced-bench-fsync-'));
+  const file = await fs.open(path.join(dir, 'probe'), 'a');
+  const times: number[] = [];
+  try {
+    const chunk = Buffer.alloc(128, 0x61);
+    for (let i = 0; i < samples; i++) {
+      await file.write(chunk);
+      const t0 = performance.now();
+      await file.datasync();
+      times.push(performance.now() - t0);
+    }
+  } finally {
+    await file.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+  const summary = summarizeLatencies(times);
+  return { samples, p50Ms: summary.p50, p99Ms: summary.p99 };
+}

@@ -1,0 +1,132 @@
+import { parseArgs } from 'node:util';
+import { SCENARIO_NAMES, type ScenarioName } from './bench-plan.js';
+import { LIBRARY_NAMES, type LibraryName } from './lock-library.js';
+
+/**
+ * The fenced coordinator's node timeout in the benchmark. Its default (50 ms) is below the latency tail of a
+ * Redis node that fsyncs every write on this kind of machine, so with the default a share of the calls time
+ * out and the acquires or releases fail (see docs/benchmarks.md); `--fenced-node-timeout-ms 50` shows it.
+ */
+export const BENCH_FENCED_NODE_TIMEOUT_MS = 2_000;
+
+export interface BenchOptions {
+  quick: boolean;
+  scenarios: ScenarioName[];
+  runs: number;
+  /** Where the JSON goes; relative to the repository root. */
+  out: string;
+  /** Whether docs/benchmarks.md gets the new tables (a full run of every scenario only). */
+  writeDocs: boolean;
+  /** A full run of every scenario and library with the standard plan (what bench/results/latest.json holds). */
+  complete: boolean;
+  fencedNodeTimeoutMs: number;
+  /** Libraries of the library scenarios (throughput, latency, handoff, scale). */
+  libraries: LibraryName[];
+  /** Overrides of the scale plan, for a long run of one level (e.g. a full million). */
+  scaleLevels: number[] | undefined;
+  scaleCapMs: number | undefined;
+  /** The command as typed, for the report. */
+  command: string;
+}
+
+export const USAGE = `Usage: npm run bench -- [options]
+
+  --quick                    smoke run (< 60 s): tiny counts, writes bench/results/quick.tmp.json
+  --scenario NAME[,NAME]     only these scenarios: ${SCENARIO_NAMES.join(', ')}
+  --runs N                   measured repetitions per cell (default 5 for the full run, 2 for --quick)
+  --out FILE                 write the JSON results here instead
+  --library NAME[,NAME]      only these libraries: ${LIBRARY_NAMES.join(', ')}
+  --scale-levels N[,N]       resource counts of the scale scenario (default 1000,100000,1000000)
+  --scale-cap-s N            time cap of each scale phase, in seconds (default 30)
+  --fenced-node-timeout-ms N nodeTimeoutMs of the fenced coordinator (default ${BENCH_FENCED_NODE_TIMEOUT_MS})
+  --help                     this text
+
+A full run of every scenario writes bench/results/latest.json and the tables of docs/benchmarks.md; any other
+run writes bench/results/*.tmp.json (ignored by git) and leaves the docs alone. The run fails (exit 1) only if
+a library throws; it never fails on time.`;
+
+/** @throws Error with a message for the user on bad arguments. */
+export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: 'boolean', default: false },
+      scenario: { type: 'string', multiple: true },
+      runs: { type: 'string' },
+      out: { type: 'string' },
+      'fenced-node-timeout-ms': { type: 'string' },
+      library: { type: 'string', multiple: true },
+      'scale-levels': { type: 'string' },
+      'scale-cap-s': { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) return 'help';
+  const quick = values.quick;
+  const requested = (values.scenario ?? []).flatMap((s) => s.split(',')).map((s) => s.trim());
+  for (const name of requested) {
+    if (!(SCENARIO_NAMES as readonly string[]).includes(name)) {
+      throw new Error(`unknown scenario '${name}': choose from ${SCENARIO_NAMES.join(', ')}`);
+    }
+  }
+  const scenarios =
+    requested.length === 0 ? [...SCENARIO_NAMES] : SCENARIO_NAMES.filter((n) => requested.includes(n));
+  const runs = values.runs === undefined ? (quick ? 2 : 5) : positiveInteger('--runs', values.runs, 1, 100);
+  const fencedNodeTimeoutMs =
+    values['fenced-node-timeout-ms'] === undefined
+      ? BENCH_FENCED_NODE_TIMEOUT_MS
+      : positiveInteger('--fenced-node-timeout-ms', values['fenced-node-timeout-ms'], 1, 60_000);
+  const requestedLibraries = (values.library ?? []).flatMap((s) => s.split(',')).map((s) => s.trim());
+  for (const name of requestedLibraries) {
+    if (!(LIBRARY_NAMES as readonly string[]).includes(name)) {
+      throw new Error(`unknown library '${name}': choose from ${LIBRARY_NAMES.join(', ')}`);
+    }
+  }
+  const libraries =
+    requestedLibraries.length === 0
+      ? [...LIBRARY_NAMES]
+      : LIBRARY_NAMES.filter((n) => requestedLibraries.includes(n));
+  const scaleLevels = values['scale-levels']
+    ?.split(',')
+    .map((level) => positiveInteger('--scale-levels', level.trim(), 1, 100_000_000));
+  const scaleCapMs =
+    values['scale-cap-s'] === undefined
+      ? undefined
+      : positiveInteger('--scale-cap-s', values['scale-cap-s'], 1, 86_400) * 1_000;
+  const complete =
+    !quick &&
+    scenarios.length === SCENARIO_NAMES.length &&
+    libraries.length === LIBRARY_NAMES.length &&
+    scaleLevels === undefined &&
+    scaleCapMs === undefined;
+  const out =
+    values.out ??
+    (quick
+      ? 'bench/results/quick.tmp.json'
+      : complete
+        ? 'bench/results/latest.json'
+        : 'bench/results/partial.tmp.json');
+  return {
+    quick,
+    scenarios,
+    runs,
+    out,
+    writeDocs: complete && values.out === undefined,
+    fencedNodeTimeoutMs,
+    libraries,
+    scaleLevels,
+    scaleCapMs,
+    complete,
+    command: ['npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
+  };
+}
+
+function positiveInteger(name: string, text: string, min: number, max: number): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got '${text}'`);
+  }
+  return value;
+}

@@ -1,0 +1,228 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Coordinator, type CoordinatorOptions } from '@fenced/coordinator';
+import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
+import { Redis, type RedisOptions } from 'ioredis';
+import { RedlockMutex } from 'redis-semaphore';
+import type { default as RedlockClass } from '../node_modules/redlock/dist/index.js';
+
+// redlock 5's package.json "exports" has no "types" condition, so under NodeNext TypeScript cannot find its
+// typings through the package name: the types come from the file, the class from the package.
+const redlockPackage: string = 'redlock';
+const { default: Redlock } = (await import(redlockPackage)) as { default: typeof RedlockClass };
+
+/** The libraries compared, in the order their columns appear. */
+export const LIBRARY_NAMES = ['fenced', 'redlock', 'sesame-redlock', 'redis-semaphore'] as const;
+export type LibraryName = (typeof LIBRARY_NAMES)[number];
+
+/** A held lock, whatever the library: all the scenarios need from it is its release. */
+export interface HeldLock {
+  release(): Promise<void>;
+}
+
+/** The common face of the four libraries, so every scenario drives them the same way. */
+export interface LockLibrary {
+  readonly name: LibraryName;
+  /** npm package name and the version read from its package.json. */
+  readonly packageName: string;
+  readonly version: string;
+  /** The configuration used, as printed in the report (retry delays, pipelining, ...). */
+  readonly configuration: Readonly<Record<string, unknown>>;
+  /** How it waits for a held resource, in words, for the hand-off table. */
+  readonly waitStrategy: string;
+  /** One uncontended acquire (no waiting). Throws when not granted. */
+  acquire(resource: string, ttlMs: number): Promise<HeldLock>;
+  /** Acquire that waits up to `waitMs` while another holder has the resource, by the library's own mechanism. */
+  acquireWaiting(resource: string, ttlMs: number, waitMs: number): Promise<HeldLock>;
+  close(): Promise<void>;
+}
+
+const require = createRequire(import.meta.url);
+
+/** The version in an installed package's package.json (what is installed, not what was asked for). */
+export function installedVersion(packageName: string): string {
+  if (packageName === '@fenced/coordinator') {
+    return readPackageVersion(new URL('../packages/coordinator/package.json', import.meta.url));
+  }
+  // Some exports maps hide package.json: find the package's folder from its resolved entry point instead.
+  const entry = require.resolve(packageName);
+  const marker = `/node_modules/${packageName}/`;
+  const at = entry.lastIndexOf(marker);
+  if (at < 0) throw new Error(`cannot locate the folder of ${packageName} from ${entry}`);
+  return readPackageVersion(entry.slice(0, at + marker.length) + 'package.json');
+}
+
+function readPackageVersion(file: string | URL): string {
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}
+
+/**
+ * ioredis options of the peers' clients: auto-pipelining on (what the fenced coordinator uses for the clients
+ * it creates), everything else at ioredis' defaults. The fenced coordinator is given URLs and creates its own
+ * clients, as its documentation recommends.
+ */
+const PEER_CLIENT_OPTIONS: RedisOptions = { enableAutoPipelining: true };
+
+function peerClients(urls: readonly string[]): Redis[] {
+  return urls.map((url) => new Redis(url, PEER_CLIENT_OPTIONS));
+}
+
+async function quitAll(clients: readonly Redis[]): Promise<void> {
+  await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+}
+
+/** What the benchmark changes from the fenced defaults (see `fencedCoordinatorOptions`). */
+export interface FencedBenchOptions {
+  /** `nodeTimeoutMs` of the coordinator; undefined keeps the library default. */
+  nodeTimeoutMs?: number | undefined;
+}
+
+/**
+ * The options of every Coordinator the benchmark creates (the library column and the HTTP service): URLs, so
+ * the coordinator makes its own auto-pipelined clients, and its defaults except what `bench` says.
+ */
+export function fencedCoordinatorOptions(
+  urls: readonly string[],
+  bench: FencedBenchOptions,
+): CoordinatorOptions {
+  return {
+    nodes: [...urls],
+    ...(bench.nodeTimeoutMs === undefined ? {} : { nodeTimeoutMs: bench.nodeTimeoutMs }),
+  };
+}
+
+/** fenced: the Coordinator (retryDelayMs 100 + 0..50 jitter as the fallback of its pub/sub wake-ups). */
+async function createFenced(urls: readonly string[], bench: FencedBenchOptions): Promise<LockLibrary> {
+  const coordinator = new Coordinator(fencedCoordinatorOptions(urls, bench));
+  // Node errors never fail a benchmark by themselves; an acquire that cannot get a majority throws.
+  coordinator.on('nodeError', () => undefined);
+  await coordinator.ready();
+  const settings = coordinator.settings;
+  return {
+    name: 'fenced',
+    packageName: '@fenced/coordinator',
+    version: installedVersion('@fenced/coordinator'),
+    configuration: {
+      nodes: urls.length,
+      clients: 'created by the coordinator from URLs (enableAutoPipelining: true)',
+      nodeTimeoutMs: settings.nodeTimeoutMs,
+      retryDelayMs: settings.retryDelayMs,
+      retryJitterMs: settings.retryJitterMs,
+      driftFactor: settings.driftFactor,
+    },
+    waitStrategy: `pub/sub wake-up on release (fallback timer: holder's remaining ttl, or ${settings.retryDelayMs} ms + 0..${settings.retryJitterMs} ms)`,
+    acquire: (resource, ttlMs) => coordinator.acquire(resource, { ttlMs }),
+    acquireWaiting: (resource, ttlMs, waitMs) => coordinator.acquire(resource, { ttlMs, waitMs }),
+    close: () => coordinator.close(),
+  };
+}
+
+/**
+ * redlock 5 (beta): the README's configuration (driftFactor 0.01, retryCount 10, retryDelay 200, retryJitter
+ * 200). Waiting is polling: a retry every 200 ± 200 ms; `acquireWaiting` only raises retryCount so the wait
+ * covers `waitMs`.
+ */
+function createRedlock(urls: readonly string[]): LockLibrary {
+  const clients = peerClients(urls);
+  const settings = { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 200 };
+  const redlock = new Redlock(clients, settings);
+  redlock.on('error', () => undefined); // it emits every vote against, even the expected ones
+  return {
+    name: 'redlock',
+    packageName: 'redlock',
+    version: installedVersion('redlock'),
+    configuration: { ...settings, clients: 'ioredis, enableAutoPipelining: true' },
+    waitStrategy: `polling: retryDelay ${settings.retryDelay} ms ± retryJitter ${settings.retryJitter} ms (README)`,
+    acquire: async (resource, ttlMs) => {
+      const lock = await redlock.acquire([`redlock:${resource}`], ttlMs);
+      return { release: async () => void (await lock.release()) };
+    },
+    acquireWaiting: async (resource, ttlMs, waitMs) => {
+      const retryCount = Math.ceil(waitMs / (settings.retryDelay - settings.retryJitter / 2));
+      const lock = await redlock.acquire([`redlock:${resource}`], ttlMs, { retryCount });
+      return { release: async () => void (await lock.release()) };
+    },
+    close: () => quitAll(clients),
+  };
+}
+
+/** @sesamecare-oss/redlock: the maintained fork, same README configuration as redlock 5. */
+function createSesameRedlock(urls: readonly string[]): LockLibrary {
+  const clients = peerClients(urls);
+  const settings = { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 200 };
+  const redlock = new SesameRedlock(clients, settings);
+  redlock.on('error', () => undefined);
+  return {
+    name: 'sesame-redlock',
+    packageName: '@sesamecare-oss/redlock',
+    version: installedVersion('@sesamecare-oss/redlock'),
+    configuration: { ...settings, clients: 'ioredis, enableAutoPipelining: true' },
+    waitStrategy: `polling: retryDelay ${settings.retryDelay} ms ± retryJitter ${settings.retryJitter} ms (README)`,
+    acquire: async (resource, ttlMs) => {
+      const lock = await redlock.acquire([`sesame:${resource}`], ttlMs);
+      return { release: async () => void (await lock.release()) };
+    },
+    acquireWaiting: async (resource, ttlMs, waitMs) => {
+      const retryCount = Math.ceil(waitMs / (settings.retryDelay - settings.retryJitter / 2));
+      const lock = await redlock.acquire([`sesame:${resource}`], ttlMs, { retryCount });
+      return { release: async () => void (await lock.release()) };
+    },
+    close: () => quitAll(clients),
+  };
+}
+
+/**
+ * redis-semaphore's RedlockMutex with its documented defaults (retryInterval 10 ms, acquireTimeout 10 s),
+ * except `refreshInterval: 0`: no other library auto-extends on a plain acquire, and a million held mutexes
+ * would otherwise mean a million interval timers.
+ */
+function createRedisSemaphore(urls: readonly string[]): LockLibrary {
+  const clients = peerClients(urls);
+  const acquireWith = async (resource: string, lockTimeout: number, acquireTimeout: number) => {
+    const mutex = new RedlockMutex(clients, resource, { lockTimeout, acquireTimeout, refreshInterval: 0 });
+    await mutex.acquire();
+    return { release: () => mutex.release() };
+  };
+  return {
+    name: 'redis-semaphore',
+    packageName: 'redis-semaphore',
+    version: installedVersion('redis-semaphore'),
+    configuration: {
+      mutex: 'RedlockMutex',
+      retryInterval: 10,
+      acquireTimeout: 10_000,
+      refreshInterval: 0,
+      clients: 'ioredis, enableAutoPipelining: true',
+    },
+    waitStrategy: 'polling: retryInterval 10 ms (default)',
+    acquire: (resource, ttlMs) => acquireWith(resource, ttlMs, 10_000),
+    acquireWaiting: (resource, ttlMs, waitMs) => acquireWith(resource, ttlMs, waitMs),
+    close: () => quitAll(clients),
+  };
+}
+
+/** All four libraries, connected to the same Redis nodes. */
+export async function createLockLibraries(
+  urls: readonly string[],
+  fenced: FencedBenchOptions,
+  names: readonly LibraryName[] = LIBRARY_NAMES,
+): Promise<LockLibrary[]> {
+  const libraries: LockLibrary[] = [];
+  for (const name of names) {
+    switch (name) {
+      case 'fenced':
+        libraries.push(await createFenced(urls, fenced));
+        break;
+      case 'redlock':
+        libraries.push(createRedlock(urls));
+        break;
+      case 'sesame-redlock':
+        libraries.push(createSesameRedlock(urls));
+        break;
+      case 'redis-semaphore':
+        libraries.push(createRedisSemaphore(urls));
+        break;
+    }
+  }
+  return libraries;
+}

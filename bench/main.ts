@@ -1,0 +1,179 @@
+// `npm run bench`: every lock library against the same five Redis nodes (and Postgres), in one run. See USAGE
+// in bench-options.ts and docs/benchmarks.md. Benchmarks measure; they never fail on time, only when a library
+// throws.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as prettier from 'prettier';
+import { machineInfo, probeFsync, startBenchEnvironment } from './bench-environment.js';
+import { parseBenchOptions, USAGE, type BenchOptions } from './bench-options.js';
+import { FULL_PLAN, QUICK_PLAN, type BenchPlan, type ScenarioName } from './bench-plan.js';
+import type { BenchResults } from './bench-results.js';
+import { createLockLibraries, fencedCoordinatorOptions, type LockLibrary } from './lock-library.js';
+import { Progress } from './progress.js';
+import { renderMarkdown, writeDocTables } from './report.js';
+import { FailureLog, type RunState } from './runner.js';
+import { runGuarded } from './scenarios/guarded.js';
+import { runHandoff } from './scenarios/handoff.js';
+import { runHttp } from './scenarios/http.js';
+import { runLatency } from './scenarios/latency.js';
+import { runScale } from './scenarios/scale.js';
+import { runThroughput } from './scenarios/throughput.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const LIBRARY_SCENARIOS: readonly ScenarioName[] = ['throughput', 'latency', 'handoff', 'scale'];
+
+async function main(options: BenchOptions): Promise<number> {
+  const progress = new Progress();
+  const failures = new FailureLog();
+  const base = options.quick ? QUICK_PLAN : FULL_PLAN;
+  const plan: BenchPlan = {
+    ...base,
+    scale: {
+      ...base.scale,
+      ...(options.scaleLevels === undefined ? {} : { levels: options.scaleLevels }),
+      ...(options.scaleCapMs === undefined ? {} : { phaseCapMs: options.scaleCapMs }),
+    },
+  };
+  const state: RunState = { progress, failures, runs: options.runs };
+  const startedAt = new Date();
+  const machine = machineInfo();
+  progress.log(
+    `fenced bench (${options.quick ? 'quick' : 'full'}): ${options.scenarios.join(', ')}; ${options.libraries.join(', ')}; ${options.runs} runs per cell; ` +
+      `${machine.cores} cores, load ${machine.loadAverageAtStart.toFixed(2)}`,
+  );
+  if (!options.quick && options.runs < 5)
+    progress.log('note: fewer than 5 runs per cell; medians are less stable');
+
+  progress.log('starting 5 redis-server nodes (appendonly yes, appendfsync always, noeviction) and Postgres');
+  const env = await startBenchEnvironment();
+  let libraries: LockLibrary[] = [];
+  const results: BenchResults['results'] = {};
+  let fsync: BenchResults['machine']['fsync'];
+  try {
+    fsync = await probeFsync(options.quick ? 50 : 200);
+    progress.log(
+      `redis ${env.versions.redisServer} ×5, postgres ${env.versions.postgres}; disk fdatasync p50 ${fsync.p50Ms.toFixed(2)} ms, p99 ${fsync.p99Ms.toFixed(2)} ms`,
+    );
+    const fencedBench = { nodeTimeoutMs: options.fencedNodeTimeoutMs };
+    if (options.scenarios.some((s) => LIBRARY_SCENARIOS.includes(s))) {
+      libraries = await createLockLibraries(env.redis.urls, fencedBench, options.libraries);
+    }
+    for (const scenario of options.scenarios) {
+      progress.log(`scenario ${scenario}`);
+      try {
+        switch (scenario) {
+          case 'throughput':
+            results.throughput = await runThroughput(libraries, plan.throughput, state);
+            break;
+          case 'latency':
+            results.latency = await runLatency(libraries, plan.latency, state);
+            break;
+          case 'handoff':
+            results.handoff = await runHandoff(libraries, plan.handoff, state);
+            break;
+          case 'scale':
+            results.scale = await runScale(libraries, env.admin, plan.scale, state);
+            break;
+          case 'guarded':
+            results.guarded = await runGuarded(env.postgres, plan.guarded, state);
+            break;
+          case 'http':
+            results.http = await runHttp(
+              fencedCoordinatorOptions(env.redis.urls, fencedBench),
+              plan.http,
+              state,
+            );
+            break;
+        }
+      } catch (error) {
+        // A scenario that could not run at all is a failure too; the others still run.
+        failures.record(scenario, 'scenario', error);
+        progress.log(
+          `scenario ${scenario} failed: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
+  } finally {
+    progress.update('stopping servers', true);
+    await Promise.allSettled(libraries.map((l) => l.close()));
+    await env.stop();
+  }
+
+  const finishedAt = new Date();
+  const output: BenchResults = {
+    schemaVersion: 1,
+    kind: options.quick ? 'quick' : options.complete ? 'full' : 'partial',
+    command: options.command,
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    durationSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1_000,
+    runs: options.runs,
+    scenarios: options.scenarios,
+    machine: { ...machine, loadAverageAtEnd: os.loadavg()[0]!, fsync },
+    versions: {
+      ...env.versions,
+      libraries: Object.fromEntries(
+        libraries.map((l) => [l.name, { package: l.packageName, version: l.version }]),
+      ),
+    },
+    redisConfig: env.redisConfig,
+    redisNodes: env.redis.urls.length,
+    libraries: Object.fromEntries(
+      libraries.map((l) => [l.name, { configuration: l.configuration, waitStrategy: l.waitStrategy }]),
+    ),
+    plan,
+    results,
+    failures: failures.list(),
+  };
+
+  const outFile = path.resolve(ROOT, options.out);
+  await fs.mkdir(path.dirname(outFile), { recursive: true });
+  await fs.writeFile(outFile, await formatted(outFile, JSON.stringify(output, null, 2)));
+  const markdown = renderMarkdown(output);
+  if (options.writeDocs) {
+    const doc = path.join(ROOT, 'docs', 'benchmarks.md');
+    await writeDocTables(doc, markdown);
+    await fs.writeFile(doc, await formatted(doc, await fs.readFile(doc, 'utf8')));
+  }
+  progress.done();
+  process.stdout.write(`${markdown}\n`);
+  progress.log(
+    `wrote ${path.relative(ROOT, outFile)}${options.writeDocs ? ' and docs/benchmarks.md' : ''} in ${output.durationSeconds.toFixed(0)} s`,
+  );
+  if (output.failures.length > 0) {
+    progress.log(
+      `FAILED: libraries threw ${output.failures.reduce((a, f) => a + f.count, 0)} times (see "failures" in the results)`,
+    );
+    return 1;
+  }
+  return 0;
+}
+
+/** Files the bench writes into the repository are kept in the repository's Prettier style. */
+async function formatted(file: string, text: string): Promise<string> {
+  const config = (await prettier.resolveConfig(file)) ?? {};
+  return prettier.format(text, { ...config, filepath: file });
+}
+
+let options: BenchOptions | 'help';
+try {
+  options = parseBenchOptions(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+if (options === 'help') {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+main(options).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(
+      `\nbench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);

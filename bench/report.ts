@@ -1,0 +1,359 @@
+import fs from 'node:fs/promises';
+import type { BenchResults } from './bench-results.js';
+import { LIBRARY_NAMES } from './lock-library.js';
+
+/**
+ * The generated parts of docs/benchmarks.md sit between markers named after a section (`results` for the full
+ * run); the prose around them is written by hand.
+ */
+export function docMarkers(section: string): { start: string; end: string } {
+  return {
+    start: `<!-- bench:${section}:start (generated from bench/results by bench/report.ts; do not edit by hand) -->`,
+    end: `<!-- bench:${section}:end -->`,
+  };
+}
+
+const PEERS = LIBRARY_NAMES.filter((n) => n !== 'fenced');
+
+/** Display precision only: the JSON keeps every digit measured. */
+function num(value: number | undefined, digits = 0): string {
+  if (value === undefined || !Number.isFinite(value)) return '–';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function ratio(a: number | undefined, b: number | undefined): string {
+  if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return '–';
+  return `${(a / b).toFixed(2)}×`;
+}
+
+function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** Target checks, computed from the numbers (never typed in by hand). */
+export interface TargetCheck {
+  target: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+export function checkTargets(results: BenchResults): TargetCheck[] {
+  const r = results.results;
+  const checks: TargetCheck[] = [];
+  const tp = r.throughput?.byConcurrency['64'];
+  if (tp !== undefined) {
+    const x = (tp.fenced?.median ?? NaN) / (tp.redlock?.median ?? NaN);
+    checks.push({
+      target: 'acquire+release throughput at concurrency 64 ≥ 1.5× redlock',
+      measured: `${num(tp.fenced?.median)} vs ${num(tp.redlock?.median)} cycles/s = ${x.toFixed(2)}×`,
+      met: Number.isFinite(x) ? x >= 1.5 : undefined,
+    });
+  }
+  const lat = r.latency?.byLibrary;
+  if (lat !== undefined) {
+    const f = lat.fenced?.acquire.p50;
+    const p = lat.redlock?.acquire.p50;
+    checks.push({
+      target: 'acquire p50 at concurrency 1 no slower than redlock',
+      measured: `${num(f, 3)} ms vs ${num(p, 3)} ms`,
+      met: f !== undefined && p !== undefined ? f <= p : undefined,
+    });
+  }
+  const ho = r.handoff?.byLibrary.fenced;
+  if (ho !== undefined) {
+    checks.push({
+      target: 'hand-off p50 < 2 ms',
+      measured: `${num(ho.gap.p50, 2)} ms`,
+      met: Number.isFinite(ho.gap.p50) ? ho.gap.p50 < 2 : undefined,
+    });
+  }
+  if (r.guarded !== undefined) {
+    for (const [concurrency, cell] of Object.entries(r.guarded.byConcurrency)) {
+      checks.push({
+        target: `guarded write ≤ 1.15× plain write (concurrency ${concurrency})`,
+        measured: `${cell.costRatio.toFixed(3)}× time per write (p50 ${cell.p50Ratio.toFixed(3)}×)`,
+        met: cell.costRatio <= 1.15,
+      });
+    }
+  }
+  if (r.scale !== undefined) {
+    const levels = Object.keys(r.scale.byLevel)
+      .map(Number)
+      .sort((a, b) => a - b);
+    const first = levels[0];
+    const last = levels[levels.length - 1];
+    if (first !== undefined && last !== undefined && first !== last) {
+      const a = r.scale.byLevel[String(first)]?.fenced;
+      const b = r.scale.byLevel[String(last)]?.fenced;
+      if (a !== undefined && b !== undefined) {
+        const x = b.cyclesPerSecond / a.cyclesPerSecond;
+        checks.push({
+          target: `throughput flat from ${num(first)} to ${num(last)} resources (within 15 %)`,
+          measured: `${num(a.cyclesPerSecond)} → ${num(b.cyclesPerSecond)} cycles/s (${x.toFixed(2)}×)${b.stoppedAtCap ? `; the largest pass stopped at its time cap after ${num(b.reached)} resources` : ''}`,
+          met: Number.isFinite(x) ? x >= 0.85 : undefined,
+        });
+      }
+    }
+  }
+  return checks;
+}
+
+/** The generated Markdown: environment, one table per scenario, the target checks. */
+export function renderMarkdown(results: BenchResults): string {
+  const out: string[] = [];
+  const m = results.machine;
+  const v = results.versions;
+  out.push(
+    `Measured ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${num(results.durationSeconds)} s with \`${results.command}\` ` +
+      `(${results.kind} run, ${results.runs} interleaved runs per cell).`,
+    '',
+    table(
+      ['', ''],
+      [
+        ['machine', `${m.cores} cores (${m.cpuModel}), ${num(m.memoryGiB, 1)} GiB, ${m.platform}`],
+        [
+          'load average (1 min)',
+          `${num(m.loadAverageAtStart, 2)} at start, ${num(m.loadAverageAtEnd, 2)} at the end`,
+        ],
+        [
+          'disk fdatasync (Redis data dir)',
+          `p50 ${num(m.fsync.p50Ms, 2)} ms, p99 ${num(m.fsync.p99Ms, 2)} ms (${m.fsync.samples} samples)`,
+        ],
+        ['node', v.node],
+        [
+          'redis-server',
+          `${v.redisServer}, ${results.redisNodes} nodes, ${Object.entries(results.redisConfig)
+            .map(([k, val]) => `${k} ${val === '' ? '""' : val}`)
+            .join(', ')}`,
+        ],
+        ['postgres', v.postgres],
+        ...Object.entries(v.libraries).map(([name, lib]) => [name, `${lib.package} ${lib.version}`]),
+      ],
+    ),
+    '',
+  );
+
+  const r = results.results;
+  if (r.throughput !== undefined) {
+    out.push(
+      `### 1. Uncontended acquire+release throughput`,
+      '',
+      `Cycles per second, median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.`,
+      '',
+      table(
+        ['concurrency', ...LIBRARY_NAMES, ...PEERS.map((p) => `fenced ÷ ${p}`)],
+        Object.entries(r.throughput.byConcurrency).map(([c, cells]) => [
+          c,
+          ...LIBRARY_NAMES.map((n) => {
+            const cell = cells[n];
+            if (cell === undefined) return '–';
+            return `${num(cell.median)} [${num(cell.min)}–${num(cell.max)}]${cell.errors > 0 ? ` (${cell.errors} errors)` : ''}`;
+          }),
+          ...PEERS.map((p) => ratio(cells.fenced?.median, cells[p]?.median)),
+        ]),
+      ),
+      '',
+    );
+  }
+  if (r.latency !== undefined) {
+    const lat = r.latency.byLibrary;
+    out.push(
+      `### 2. Latency at concurrency 1`,
+      '',
+      `Milliseconds; median over ${results.runs} runs of ${num(r.latency.samplesPerRun)} acquire+release cycles each (p99.9 pooled over all runs in brackets).`,
+      '',
+      table(
+        [
+          'library',
+          'acquire p50',
+          'acquire p99',
+          'acquire p99.9',
+          'release p50',
+          'release p99',
+          'fenced ÷ library (acquire p50)',
+        ],
+        LIBRARY_NAMES.filter((n) => lat[n] !== undefined).map((n) => {
+          const cell = lat[n]!;
+          return [
+            n,
+            num(cell.acquire.p50, 3),
+            num(cell.acquire.p99, 3),
+            `${num(cell.acquire.p999, 3)} [${num(cell.acquirePooled.p999, 3)}]`,
+            num(cell.release.p50, 3),
+            num(cell.release.p99, 3),
+            n === 'fenced' ? '' : ratio(lat.fenced?.acquire.p50, cell.acquire.p50),
+          ];
+        }),
+      ),
+      '',
+    );
+  }
+  if (r.handoff !== undefined) {
+    const ho = r.handoff.byLibrary;
+    out.push(
+      `### 3. Contended hand-off`,
+      '',
+      `${r.handoff.waiters} waiters on one resource, each holds it ${r.handoff.holdMs} ms; milliseconds from the holder's release call to the next holder's grant; median over ${results.runs} runs of ${r.handoff.roundsPerRun}×${r.handoff.waiters} hand-offs.`,
+      '',
+      table(
+        ['library', 'waits by', 'p50', 'p99', 'max', 'fenced ÷ library (p50)'],
+        LIBRARY_NAMES.filter((n) => ho[n] !== undefined).map((n) => {
+          const cell = ho[n]!;
+          return [
+            n,
+            cell.waitStrategy,
+            num(cell.gap.p50, 2),
+            num(cell.gap.p99, 2),
+            num(cell.gapPooled.max, 2),
+            n === 'fenced' ? '' : ratio(ho.fenced?.gap.p50, cell.gap.p50),
+          ];
+        }),
+      ),
+      '',
+    );
+  }
+  if (r.scale !== undefined) {
+    out.push(
+      `### 4. Scale: many distinct resources`,
+      '',
+      `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.`,
+      '',
+      table(
+        [
+          'resources',
+          'library',
+          'reached',
+          'acquires/s',
+          'releases/s',
+          'cycles/s',
+          'bytes/resource held',
+          'bytes/resource idle',
+        ],
+        Object.entries(r.scale.byLevel).flatMap(([level, cells]) =>
+          LIBRARY_NAMES.filter((n) => cells[n] !== undefined).map((n) => {
+            const c = cells[n]!;
+            return [
+              num(Number(level)),
+              n,
+              `${num(c.reached)}${c.stoppedAtCap ? ' (cap)' : ''}`,
+              num(c.acquirePerSecond),
+              num(c.releasePerSecond),
+              num(c.cyclesPerSecond),
+              num(c.heldBytesPerResource, 1),
+              num(c.idleBytesPerResource, 1),
+            ];
+          }),
+        ),
+      ),
+      '',
+    );
+  }
+  if (r.guarded !== undefined) {
+    out.push(
+      `### 5. Guarded write vs plain write (Postgres)`,
+      '',
+      `\`${r.guarded.statement}\` in a ${r.guarded.isolation} transaction; guarded = \`GuardedStore.run\` (fence statement + the same UPDATE). Median of ${results.runs} runs.`,
+      '',
+      table(
+        [
+          'concurrency',
+          'plain writes/s',
+          'guarded writes/s',
+          'time per write, guarded ÷ plain',
+          'plain p50 ms',
+          'guarded p50 ms',
+          'plain p99 ms',
+          'guarded p99 ms',
+        ],
+        Object.entries(r.guarded.byConcurrency).map(([c, cell]) => [
+          c,
+          num(cell.plain.medianPerSecond),
+          num(cell.guarded.medianPerSecond),
+          `${cell.costRatio.toFixed(3)}×`,
+          num(cell.plain.p50Ms, 3),
+          num(cell.guarded.p50Ms, 3),
+          num(cell.plain.p99Ms, 3),
+          num(cell.guarded.p99Ms, 3),
+        ]),
+      ),
+      '',
+    );
+  }
+  if (r.http !== undefined) {
+    const library = r.throughput?.byConcurrency;
+    out.push(
+      `### 6. Lease grants through the HTTP service`,
+      '',
+      `POST a lease, then DELETE it, through \`createApp\` on a loopback port; client: ${r.http.client}. Median of ${results.runs} runs.`,
+      '',
+      table(
+        [
+          'concurrency',
+          'grants/s',
+          'POST p50 ms',
+          'POST p99 ms',
+          'library cycles/s (scenario 1)',
+          'HTTP ÷ library',
+        ],
+        Object.entries(r.http.byConcurrency).map(([c, cell]) => [
+          c,
+          `${num(cell.medianPerSecond)} [${num(cell.min)}–${num(cell.max)}]${cell.errors > 0 ? ` (${cell.errors} errors)` : ''}`,
+          num(cell.grantP50Ms, 3),
+          num(cell.grantP99Ms, 3),
+          num(library?.[c]?.fenced?.median),
+          ratio(cell.medianPerSecond, library?.[c]?.fenced?.median),
+        ]),
+      ),
+      '',
+    );
+  }
+  const checks = checkTargets(results);
+  if (checks.length > 0) {
+    out.push(
+      `### Targets`,
+      '',
+      table(
+        ['target', 'measured', 'status'],
+        checks.map((c) => [c.target, c.measured, c.met === undefined ? 'n/a' : c.met ? 'met' : '**missed**']),
+      ),
+      '',
+    );
+  }
+  if (results.failures.length > 0) {
+    out.push(
+      `### Failures`,
+      '',
+      table(
+        ['scenario', 'subject', 'count', 'error'],
+        results.failures.map((f) => [
+          f.scenario,
+          f.subject,
+          String(f.count),
+          f.message.replaceAll('|', '\\|'),
+        ]),
+      ),
+      '',
+    );
+  }
+  return out.join('\n');
+}
+
+/** Replaces a generated section of the doc (creating its markers at the end if they are missing). */
+export async function writeDocTables(docPath: string, markdown: string, section = 'results'): Promise<void> {
+  const { start: DOC_START, end: DOC_END } = docMarkers(section);
+  let doc: string;
+  try {
+    doc = await fs.readFile(docPath, 'utf8');
+  } catch {
+    doc = '# Benchmarks\n\n';
+  }
+  const block = `${DOC_START}\n\n${markdown.trim()}\n\n${DOC_END}`;
+  const start = doc.indexOf(DOC_START);
+  const end = doc.indexOf(DOC_END);
+  const next =
+    start >= 0 && end > start
+      ? doc.slice(0, start) + block + doc.slice(end + DOC_END.length)
+      : `${doc.trimEnd()}\n\n${block}\n`;
+  await fs.writeFile(docPath, next);
+}

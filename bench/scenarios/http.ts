@@ -1,0 +1,143 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Coordinator, type CoordinatorOptions } from '@fenced/coordinator';
+import { createApp } from '../../packages/coordinator/src/http/app.js';
+import type { BenchPlan } from '../bench-plan.js';
+import { interleave, runWorkers, type RunState } from '../runner.js';
+import { median, range, summarizeLatencies } from '../statistics.js';
+
+export interface HttpCell {
+  /** Median over the runs of granted-and-released leases per second (POST …/leases then DELETE). */
+  medianPerSecond: number;
+  min: number;
+  max: number;
+  runs: number[];
+  /** Median over the runs of the POST (grant) p50 and p99, in ms. */
+  grantP50Ms: number;
+  grantP99Ms: number;
+  errors: number;
+}
+
+export interface HttpResult {
+  unit: 'lease grants per second (each lease also released)';
+  client: string;
+  byConcurrency: Record<string, HttpCell>;
+}
+
+interface Reply {
+  status: number;
+  body: string;
+}
+
+/**
+ * Scenario 6: lease grants per second through the HTTP service. `createApp` with a real Coordinator listens on
+ * an ephemeral loopback port in this process; a keep-alive `http.Agent` (one socket per worker) sends
+ * `POST /v1/locks/{resource}/leases` and then `DELETE /v1/locks/{resource}/leases/{leaseId}`.
+ */
+export async function runHttp(
+  coordinatorOptions: CoordinatorOptions,
+  plan: BenchPlan['http'],
+  state: RunState,
+): Promise<HttpResult> {
+  const coordinator = new Coordinator(coordinatorOptions);
+  coordinator.on('nodeError', () => undefined);
+  await coordinator.ready();
+  const shutdown = new AbortController();
+  const server = http.createServer(createApp({ coordinator, shutdownSignal: shutdown.signal }));
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(...plan.concurrencies) });
+  const subject = [{ name: 'fenced-http' }] as const;
+  try {
+    const byConcurrency: HttpResult['byConcurrency'] = {};
+    for (const concurrency of plan.concurrencies) {
+      const measure = async (tag: string, durationMs: number) => {
+        state.progress.update(`http c=${concurrency} ${tag}`);
+        const grants: number[] = [];
+        const run = await runWorkers({
+          concurrency,
+          durationMs,
+          onError: (error) => state.failures.record('http', 'fenced-http', error),
+          op: async (worker, i) => {
+            const resource = encodeURIComponent(`http:${tag}:${worker}:${i % 100}`);
+            const t0 = performance.now();
+            const granted = await send(agent, port, 'POST', `/v1/locks/${resource}/leases`, {
+              ttlMs: plan.ttlMs,
+            });
+            grants.push(performance.now() - t0);
+            if (granted.status !== 201) throw new Error(`POST answered ${granted.status}: ${granted.body}`);
+            const { leaseId } = JSON.parse(granted.body) as { leaseId: string };
+            const released = await send(agent, port, 'DELETE', `/v1/locks/${resource}/leases/${leaseId}`);
+            if (released.status !== 204)
+              throw new Error(`DELETE answered ${released.status}: ${released.body}`);
+          },
+        });
+        const summary = summarizeLatencies(grants);
+        return {
+          perSecond: run.ops / (run.elapsedMs / 1_000),
+          errors: run.errors,
+          p50: summary.p50,
+          p99: summary.p99,
+        };
+      };
+      await measure(`c${concurrency}-warmup`, plan.warmupMs);
+      const runs = (
+        await interleave(subject, state.runs, (_, run) => measure(`c${concurrency}-r${run}`, plan.durationMs))
+      ).get('fenced-http')!;
+      const perSecond = runs.map((r) => r.perSecond);
+      byConcurrency[String(concurrency)] = {
+        medianPerSecond: median(perSecond),
+        ...range(perSecond),
+        runs: perSecond,
+        grantP50Ms: median(runs.map((r) => r.p50)),
+        grantP99Ms: median(runs.map((r) => r.p99)),
+        errors: runs.reduce((a, r) => a + r.errors, 0),
+      };
+      state.progress.log(`http c=${concurrency}: ${Math.round(median(perSecond))} grants/s`);
+    }
+    return {
+      unit: 'lease grants per second (each lease also released)',
+      client: 'node:http Agent { keepAlive: true }, in the same process as the service',
+      byConcurrency,
+    };
+  } finally {
+    agent.destroy();
+    shutdown.abort();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await coordinator.close();
+  }
+}
+
+function send(agent: http.Agent, port: number, method: string, path: string, json?: unknown): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const body = json === undefined ? undefined : JSON.stringify(json);
+    const request = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent,
+        headers:
+          body === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        response.on('error', reject);
+      },
+    );
+    request.setTimeout(30_000, () =>
+      request.destroy(new Error(`${method} ${path} got no answer within 30 s`)),
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}

@@ -1,0 +1,73 @@
+import type { BenchPlan } from '../bench-plan.js';
+import type { LockLibrary } from '../lock-library.js';
+import { interleave, runWorkers, type RunState } from '../runner.js';
+import { median, range } from '../statistics.js';
+
+/** Distinct resources each worker cycles through (so no two workers ever contend). */
+const RESOURCES_PER_WORKER = 100;
+
+export interface ThroughputCell {
+  /** Median over the runs of completed acquire+release cycles per second. */
+  median: number;
+  min: number;
+  max: number;
+  /** Cycles per second of each run, in run order. */
+  runs: number[];
+  /** Cycles that threw, over all runs (each is also in the failure list). */
+  errors: number;
+}
+
+export interface ThroughputResult {
+  unit: 'acquire+release cycles per second';
+  durationMsPerRun: number;
+  /** concurrency → library → cell */
+  byConcurrency: Record<string, Record<string, ThroughputCell>>;
+}
+
+/**
+ * Scenario 1: uncontended acquire+release cycles on distinct resources at each concurrency. Each worker owns
+ * its resources (`RESOURCES_PER_WORKER` of them, used in turn), so every acquire is granted at once.
+ */
+export async function runThroughput(
+  libraries: readonly LockLibrary[],
+  plan: BenchPlan['throughput'],
+  state: RunState,
+): Promise<ThroughputResult> {
+  const byConcurrency: ThroughputResult['byConcurrency'] = {};
+  for (const concurrency of plan.concurrencies) {
+    const measure = async (library: LockLibrary, tag: string, durationMs: number) => {
+      state.progress.update(`throughput c=${concurrency} ${library.name} ${tag}`);
+      const run = await runWorkers({
+        concurrency,
+        durationMs,
+        onError: (error) => state.failures.record('throughput', library.name, error),
+        op: async (worker, i) => {
+          const held = await library.acquire(`tp:${tag}:${worker}:${i % RESOURCES_PER_WORKER}`, plan.ttlMs);
+          await held.release();
+        },
+      });
+      return { perSecond: run.ops / (run.elapsedMs / 1_000), errors: run.errors };
+    };
+    for (const library of libraries) await measure(library, `c${concurrency}-warmup`, plan.warmupMs);
+    const results = await interleave(libraries, state.runs, (library, run) =>
+      measure(library, `c${concurrency}-r${run}`, plan.durationMs),
+    );
+    const cells: Record<string, ThroughputCell> = {};
+    for (const [name, runs] of results) {
+      const values = runs.map((r) => r.perSecond);
+      cells[name] = {
+        median: median(values),
+        ...range(values),
+        runs: values,
+        errors: runs.reduce((a, r) => a + r.errors, 0),
+      };
+    }
+    byConcurrency[String(concurrency)] = cells;
+    state.progress.log(
+      `throughput c=${concurrency}: ${Object.entries(cells)
+        .map(([name, cell]) => `${name} ${Math.round(cell.median)}/s`)
+        .join(', ')}`,
+    );
+  }
+  return { unit: 'acquire+release cycles per second', durationMsPerRun: plan.durationMs, byConcurrency };
+}
