@@ -20,8 +20,8 @@ afterAll(async () => {
 
 /**
  * Eight clients, each with its own coordinator (its own token memory, its own connections), all start at once:
- * their first attempts split the votes. Each critical section lasts longer than its 150 ms lease, so the next
- * holder starts while the last one is still inside.
+ * their first attempts split the votes. Each critical section lasts more than twice its 150 ms lease, so the
+ * next holder starts while the last one is still inside.
  */
 async function storm(protection: Protection): Promise<Verdict> {
   const resource = uniqueResource('f15');
@@ -37,7 +37,7 @@ async function storm(protection: Protection): Promise<Verdict> {
     resource,
     protection,
     ttlMs: 150,
-    holdMs: 200,
+    holdMs: 350,
     waitMs: 15_000,
     maxCycles: 3,
   });

@@ -16,7 +16,7 @@ afterAll(async () => {
   await world?.close();
 });
 
-/** Four clients; each critical section spends longer than its lease between its read and its write. */
+/** Four clients; each critical section spends twice its lease between its read and its write. */
 async function overlappingReadModifyWrite(protection: Protection): Promise<Verdict> {
   const resource = uniqueResource('f18');
   await world.ensureCounter(resource);
@@ -31,7 +31,7 @@ async function overlappingReadModifyWrite(protection: Protection): Promise<Verdi
     resource,
     protection,
     ttlMs: 200,
-    holdMs: 250,
+    holdMs: 400,
     waitMs: 10_000,
     maxCycles: 3,
   });

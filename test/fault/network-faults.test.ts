@@ -345,7 +345,7 @@ describe('latency, jitter and reordering on the Redis and Postgres paths (F10)',
   /**
    * Three clients; every Redis link delays each chunk 5-35 ms (nodes answer out of order), every Postgres link
    * 40-60 ms each way, and each critical section also spends a ttl between its read and its write (a call to
-   * another service), so every write outlives its 300 ms lease: the next holder starts while the last one is
+   * another service), so every write outlives its 300 ms lease by far: the next holder starts while the last one is
    * still writing.
    */
   async function slowNetwork(protection: Protection): Promise<Verdict> {
@@ -366,7 +366,7 @@ describe('latency, jitter and reordering on the Redis and Postgres paths (F10)',
       resource,
       protection,
       ttlMs: 300,
-      holdMs: 300,
+      holdMs: 450,
       waitMs: 10_000,
       maxCycles: 2,
     });

@@ -153,7 +153,7 @@ describe('a Redis node paused past the ttl that applies its queued commands late
   /**
    * Three clients run critical sections while node 0 is stopped (SIGSTOP) for three ttls, then nodes 1 and 2
    * together (no majority) for three ttls; everything sent to them meanwhile runs when they resume. Critical
-   * sections last a ttl between read and write, so leases expire mid-write.
+   * sections last two ttls between read and write, so leases expire mid-write and the next holder reads first.
    */
   async function pausedNodes(protection: Protection): Promise<Verdict> {
     const resource = uniqueResource('f17');
@@ -173,7 +173,7 @@ describe('a Redis node paused past the ttl that applies its queued commands late
       resource,
       protection,
       ttlMs,
-      holdMs: ttlMs,
+      holdMs: ttlMs * 2,
       waitMs: 5_000,
       maxCycles: 4,
       stop: () => done,

@@ -23,7 +23,8 @@ let session: Session | undefined;
 const proceeds = new Map<number, () => void>();
 
 function send(message: WorkerMessage): void {
-  process.send?.(message);
+  // After the test disconnected (teardown), a late reply has nowhere to go: drop it instead of crashing.
+  if (process.connected) process.send?.(message, undefined, {}, () => undefined);
 }
 
 function current(): Session {
