@@ -172,16 +172,12 @@ describe('partitions: minority, shifting minorities, majority, an isolated clien
   });
 });
 
-describe('a client cut off from a majority while the resource is held (F8, known bug)', () => {
-  // KNOWN BUG (reported): DESIGN §2/§5 say an acquire fails fast with QUORUM_UNAVAILABLE when no majority can
-  // vote. For a client that has seen every node voting and then loses a majority, the reachable minority's
-  // "held" replies come in before the unreachable nodes time out; attempt() (coordinator.ts, the `unavailable`
-  // count after a lost vote) counts only the replies that had already errored when the vote was decided — the
-  // first timeout decides it, the others are still pending — so the attempt is an ordinary failure, and
-  // acquire() retries for the whole waitMs and then throws LockedError. Not a safety problem: availability
-  // and the error a caller sees (409 LOCKED after waitMs instead of 503 at once).
-  // `it.fails` keeps the suite green while the bug exists and turns red once it is fixed: then make it `it`.
-  it.fails('fails with QuorumUnavailableError, not LockedError after waiting', async () => {
+describe('a client cut off from a majority while the resource is held (F8)', () => {
+  // The reachable minority's "held" replies arrive before the unreachable nodes time out, so the vote is lost
+  // while a majority is still silent. The attempt is classified from every node's final reply (not the
+  // snapshot at the decision), so the caller sees QUORUM_UNAVAILABLE (after retrying within waitMs, since
+  // timed-out nodes may answer again), never LOCKED: nobody showed that another holder has a majority.
+  it('fails with QuorumUnavailableError, not LockedError after waiting', async () => {
     const resource = uniqueResource('f8-majority-held');
     const holder = world.coordinator();
     const lease = await holder.acquire(resource, { ttlMs: 3_000 });

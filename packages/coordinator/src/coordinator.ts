@@ -392,18 +392,22 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       // Partial grants — and, when some replies are still out, any node at all — may hold our id: release
       // before the next attempt so a failed attempt never blocks others (DESIGN §2.4).
       await this.releaseAttempt(keys, leaseId);
-      const unavailable = result.replies.filter(
+      // Classify from every node's final reply, not the snapshot at the decision: nodes still silent then (a
+      // partition, a hang) would otherwise read as "held by another", and a majority cut off would end a wait
+      // in LOCKED instead of QUORUM_UNAVAILABLE. The release above already waited out the same per-node bound.
+      const replies = await result.settled;
+      const unavailable = replies.filter(
         (r) =>
           r.state === 'error' ||
           (r.state === 'ok' && (r.value.kind === 'not-initialized' || r.value.kind === 'corrupt')),
       ).length;
       if (unavailable > maxAgainst(this.nodeCount)) {
-        const timedOut = result.replies.filter(
+        const timedOut = replies.filter(
           (r) => r.state === 'error' && r.error instanceof NodeTimeoutError,
         ).length;
         return {
           kind: 'unavailable',
-          error: this.unavailable('no majority of nodes could vote', result.replies),
+          error: this.unavailable('no majority of nodes could vote', replies),
           retryable: unavailable - timedOut <= maxAgainst(this.nodeCount),
         };
       }

@@ -59,4 +59,15 @@ describe('fanOut', () => {
   it('loses with no nodes at all', async () => {
     expect((await fanOut<boolean>([], (v) => v)).outcome).toBe('lost');
   });
+
+  it('reports every final reply once all calls finish, after deciding early', async () => {
+    let answerLate: (value: boolean) => void = () => undefined;
+    const late = () => new Promise<boolean>((resolve) => (answerLate = resolve));
+    const result = await fanOut([vote(false), vote(false), late], (v) => v);
+    expect(result.outcome).toBe('lost');
+    expect(result.replies[2]).toEqual({ state: 'pending' });
+    answerLate(true);
+    const settled = await result.settled;
+    expect(settled[2]).toEqual({ state: 'ok', value: true });
+  });
 });

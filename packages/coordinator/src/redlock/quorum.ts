@@ -65,6 +65,11 @@ export interface FanOutResult<T> {
   readonly replies: readonly NodeReply<T>[];
   /** True when some node had not replied at the moment of decision: the call's effect there is unknown. */
   readonly indeterminate: boolean;
+  /**
+   * Every node's final reply, once every call has finished (each call bounds its own time). For classifying a
+   * decided call after the fact — e.g. "held by another" versus "unreachable" — never for deciding it.
+   */
+  readonly settled: Promise<readonly NodeReply<T>[]>;
 }
 
 /**
@@ -78,6 +83,14 @@ export function fanOut<T>(
 ): Promise<FanOutResult<T>> {
   const tally = new VoteTally(calls.length);
   const replies: NodeReply<T>[] = calls.map(() => ({ state: 'pending' }));
+  let finished: () => void = () => undefined;
+  const settled = new Promise<readonly NodeReply<T>[]>((resolve) => {
+    let remaining = calls.length;
+    finished = () => {
+      if (--remaining === 0) resolve([...replies]);
+    };
+    if (remaining === 0) resolve([]);
+  });
   return new Promise((resolve) => {
     let decided = false;
     const settle = (outcome: Outcome): void => {
@@ -87,21 +100,25 @@ export function fanOut<T>(
         outcome,
         replies: [...replies],
         indeterminate: replies.some((r) => r.state === 'pending'),
+        settled,
       });
     };
     calls.forEach((call, index) => {
       if (call === null) {
         replies[index] = { state: 'error', error: new Error('node does not vote') };
+        finished();
         settle(tally.recordAgainst());
         return;
       }
       call().then(
         (value) => {
           replies[index] = { state: 'ok', value };
+          finished();
           settle(isVoteFor(value) ? tally.recordFor() : tally.recordAgainst());
         },
         (error: unknown) => {
           replies[index] = { state: 'error', error };
+          finished();
           settle(tally.recordAgainst());
         },
       );
