@@ -46,7 +46,7 @@ interface RestartCase {
  * (2, 3, 4) holds A's tokens only if node 2 kept them. If B cannot get a majority it is healed and waits. Each
  * run has its own key prefix: a fresh cluster namespace, initialized by its first coordinator.
  */
-async function restartedNode(c: RestartCase): Promise<Verdict> {
+async function restartedNode(c: RestartCase): Promise<{ verdict: Verdict; grantedWhileCut: boolean }> {
   const keyPrefix = `restart-${randomUUID().slice(0, 8)}`;
   const resource = uniqueResource('restart');
   await world.ensureCounter(resource);
@@ -55,6 +55,7 @@ async function restartedNode(c: RestartCase): Promise<Verdict> {
   const unsafe = c.persistence !== 'fsync-always';
   const options = { keyPrefix, unsafeAllowUnsafeNodes: unsafe };
   const raw = await world.connectedClients(world.urls);
+  let grantedWhileCut = false;
   try {
     if (unsafe) await target.restart({ keepData: true, options: { persistence: c.persistence } });
     await world.nodesAnswer(raw);
@@ -90,6 +91,7 @@ async function restartedNode(c: RestartCase): Promise<Verdict> {
     const bLinks = await linksCutFrom([0, 1]);
     const b = world.coordinator({ ...options, nodes: bLinks.urls });
     let lease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 2_000, waitMs: 2_000 });
+    grantedWhileCut = lease !== null;
     if (!lease) {
       bLinks.release(); // healed: B now reaches nodes 0 and 1, which hold A's tokens
       await until('B granted after the heal', async () => {
@@ -112,18 +114,27 @@ async function restartedNode(c: RestartCase): Promise<Verdict> {
   } finally {
     if (unsafe) await target.restart({ keepData: true, options: { persistence: 'fsync-always' } });
   }
-  return judge(world, history, [resource]);
+  return { verdict: await judge(world, history, [resource]), grantedWhileCut };
 }
 
 describe('a Redis node killed and restarted at once without its data (F6)', () => {
   it('does not vote until it is repaired, so the next grant still gets a larger token', async () => {
-    const verdict = await restartedNode({ persistence: 'fsync-always', keepData: false, detection: true });
+    const { verdict, grantedWhileCut } = await restartedNode({
+      persistence: 'fsync-always',
+      keepData: false,
+      detection: true,
+    });
     expect(verdict.violations).toEqual([]);
+    expect(grantedWhileCut).toBe(false); // refused while only the empty node and two others were reachable
     expect(verdict.info.join('\n')).toMatch(/final 4, 4 increments ok/);
   });
 
   it('negative control: with restart detection off the empty node votes and a token is granted twice', async () => {
-    const verdict = await restartedNode({ persistence: 'fsync-always', keepData: false, detection: false });
+    const { verdict } = await restartedNode({
+      persistence: 'fsync-always',
+      keepData: false,
+      detection: false,
+    });
     expect(verdict.ok).toBe(false);
     expect(verdict.violations.join('\n')).toMatch(/tokens: /);
   });
@@ -131,19 +142,29 @@ describe('a Redis node killed and restarted at once without its data (F6)', () =
 
 describe('token registers across a crash (F7)', () => {
   it('with appendfsync always a killed node comes back with every register it promised', async () => {
-    const verdict = await restartedNode({ persistence: 'fsync-always', keepData: true, detection: true });
+    const { verdict, grantedWhileCut } = await restartedNode({
+      persistence: 'fsync-always',
+      keepData: true,
+      detection: true,
+    });
     expect(verdict.violations).toEqual([]);
+    expect(grantedWhileCut).toBe(true); // it votes at once, and its registers push B's token up
     expect(verdict.info.join('\n')).toMatch(/final 4, 4 increments ok/);
   });
 
   it('with persistence off the restart is detected and the node repaired before it votes', async () => {
-    const verdict = await restartedNode({ persistence: 'none', keepData: true, detection: true });
+    const { verdict, grantedWhileCut } = await restartedNode({
+      persistence: 'none',
+      keepData: true,
+      detection: true,
+    });
     expect(verdict.violations).toEqual([]);
+    expect(grantedWhileCut).toBe(false);
     expect(verdict.info.join('\n')).toMatch(/final 4, 4 increments ok/);
   });
 
   it('negative control: persistence off and restart detection off let the tokens go backwards', async () => {
-    const verdict = await restartedNode({ persistence: 'none', keepData: true, detection: false });
+    const { verdict } = await restartedNode({ persistence: 'none', keepData: true, detection: false });
     expect(verdict.ok).toBe(false);
     expect(verdict.violations.join('\n')).toMatch(/tokens: /);
   });
