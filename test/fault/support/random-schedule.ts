@@ -33,7 +33,9 @@ export type FaultStep =
    * see exactly what a SIGSTOPped client leaves them (an idle transaction, commands arriving late); only the
    * client's own timers keep running, which these in-process clients use for nothing but node timeouts.
    */
-  | { readonly kind: 'hold-client'; readonly client: number; readonly forMs: number };
+  | { readonly kind: 'hold-client'; readonly client: number; readonly forMs: number }
+  /** Resets a client's Postgres connections mid-transaction: outcomes become unknown, retried by op id (G5). */
+  | { readonly kind: 'reset-client-db'; readonly client: number };
 
 export interface ScheduledStep {
   readonly atMs: number;
@@ -48,7 +50,7 @@ export interface ScheduleOptions {
 }
 
 /**
- * The fault schedule of a seed: a fault every 0.5–2 s, each lasting 0.3–2 s. Node faults never disturb more than
+ * The fault schedule of a seed: a fault every 0.5–2 s, each lasting 0.3–2 s (a reset is instant). Node faults never disturb more than
  * two of the five nodes at once, and at most one node a run restarts empty (a lost disk): they test safety, not
  * how long a cluster can stay unavailable. Client faults may overlap with anything.
  */
@@ -78,14 +80,16 @@ export function planSchedule(options: ScheduleOptions): ScheduledStep[] {
       continue;
     }
     const client = int(0, options.clients - 1);
-    if (roll < 0.7) {
+    if (roll < 0.65) {
       const size = int(1, 3);
       const nodes = [...Array(options.nodes).keys()].sort(() => random() - 0.5).slice(0, size);
       steps.push({ atMs: at, step: { kind: 'partition-client', client, nodes, forMs } });
-    } else if (roll < 0.85) {
+    } else if (roll < 0.78) {
       steps.push({ atMs: at, step: { kind: 'delay-client', client, forMs } });
-    } else {
+    } else if (roll < 0.9) {
       steps.push({ atMs: at, step: { kind: 'hold-client', client, forMs: Math.min(forMs, 1_200) } });
+    } else {
+      steps.push({ atMs: at, step: { kind: 'reset-client-db', client } });
     }
   }
   return steps;
@@ -104,6 +108,8 @@ export function describeStep({ atMs, step }: ScheduledStep): string {
     case 'delay-client':
     case 'hold-client':
       return `${at} ${step.kind} ${step.client} for ${step.forMs} ms`;
+    case 'reset-client-db':
+      return `${at} ${step.kind} ${step.client}`;
   }
 }
 
@@ -272,6 +278,13 @@ async function apply(world: FaultWorld, links: readonly ClientLinks[], step: Fau
       client.postgres.setMode('hold');
       await sleep(step.forMs);
       client.redis.release();
+      client.postgres.release();
+      return;
+    }
+    case 'reset-client-db': {
+      const client = links[step.client]!;
+      client.postgres.setMode('reset');
+      await sleep(50);
       client.postgres.release();
       return;
     }
