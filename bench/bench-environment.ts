@@ -183,3 +183,27 @@ export async function probeFsync(samples = 200): Promise<{ samples: number; p50M
   const summary = summarizeLatencies(times);
   return { samples, p50Ms: summary.p50, p99Ms: summary.p99 };
 }
+
+/** CPU seconds (user + sys) every node has used so far, summed over the nodes: INFO cpu. */
+export async function redisCpuSeconds(admin: readonly Redis[]): Promise<number> {
+  let total = 0;
+  for (const client of admin) {
+    const info = await client.info('cpu');
+    for (const field of ['used_cpu_user', 'used_cpu_sys']) {
+      const match = new RegExp(`^${field}:([\\d.]+)`, 'm').exec(info);
+      if (match === null) throw new Error(`INFO cpu has no ${field} line`);
+      total += Number(match[1]);
+    }
+  }
+  return total;
+}
+
+/** `aof_current_size` of every node, in node order (it drops when Redis rewrites the AOF). */
+export async function aofSizes(admin: readonly Redis[]): Promise<number[]> {
+  return Promise.all(
+    admin.map(async (client) => {
+      const match = /^aof_current_size:(\d+)/m.exec(await client.info('persistence'));
+      return match === null ? Number.NaN : Number(match[1]);
+    }),
+  );
+}

@@ -10,9 +10,13 @@ export interface BenchPlan {
   throughput: { concurrencies: number[]; warmupMs: number; durationMs: number; ttlMs: number };
   latency: { warmupSamples: number; samples: number; ttlMs: number };
   handoff: {
-    /** Waiters queued on the one resource in each round; each is granted once, so a round has this many hand-offs. */
-    waiters: number;
-    rounds: number;
+    /**
+     * Waiters queued on the one resource in each round, one cell per count; each waiter is granted once, so a
+     * round has that many hand-offs.
+     */
+    waiterCounts: number[];
+    /** Hand-offs measured per run (rounds of `waiters` each, rounded up). */
+    handoffsPerRun: number;
     /** How long each holder keeps the lease before releasing it. */
     holdMs: number;
     /** Time for every waiter to fail its first attempt and start waiting before the first release. */
@@ -39,7 +43,14 @@ export interface BenchPlan {
 export const FULL_PLAN: BenchPlan = {
   throughput: { concurrencies: [1, 16, 64, 256], warmupMs: 1_000, durationMs: 2_000, ttlMs: 10_000 },
   latency: { warmupSamples: 200, samples: 1_500, ttlMs: 10_000 },
-  handoff: { waiters: 8, rounds: 3, holdMs: 10, settleMs: 300, ttlMs: 30_000, waitMs: 60_000 },
+  handoff: {
+    waiterCounts: [1, 8],
+    handoffsPerRun: 16,
+    holdMs: 10,
+    settleMs: 100,
+    ttlMs: 30_000,
+    waitMs: 60_000,
+  },
   scale: {
     levels: [1_000, 100_000, 1_000_000],
     concurrency: 256,
@@ -55,7 +66,14 @@ export const FULL_PLAN: BenchPlan = {
 export const QUICK_PLAN: BenchPlan = {
   throughput: { concurrencies: [1, 16, 64, 256], warmupMs: 100, durationMs: 200, ttlMs: 10_000 },
   latency: { warmupSamples: 10, samples: 60, ttlMs: 10_000 },
-  handoff: { waiters: 3, rounds: 1, holdMs: 5, settleMs: 100, ttlMs: 30_000, waitMs: 30_000 },
+  handoff: {
+    waiterCounts: [1, 3],
+    handoffsPerRun: 3,
+    holdMs: 5,
+    settleMs: 50,
+    ttlMs: 30_000,
+    waitMs: 30_000,
+  },
   scale: {
     levels: [100, 300, 1_000],
     concurrency: 64,

@@ -65,7 +65,7 @@ async function main(options: BenchOptions): Promise<number> {
       try {
         switch (scenario) {
           case 'throughput':
-            results.throughput = await runThroughput(libraries, plan.throughput, state);
+            results.throughput = await runThroughput(libraries, env.admin, plan.throughput, state);
             break;
           case 'latency':
             results.latency = await runLatency(libraries, plan.latency, state);

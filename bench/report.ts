@@ -60,13 +60,16 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       met: f !== undefined && p !== undefined ? f <= p : undefined,
     });
   }
-  const ho = r.handoff?.byLibrary.fenced;
-  if (ho !== undefined) {
-    checks.push({
-      target: 'hand-off p50 < 2 ms',
-      measured: `${num(ho.gap.p50, 2)} ms`,
-      met: Number.isFinite(ho.gap.p50) ? ho.gap.p50 < 2 : undefined,
-    });
+  if (r.handoff !== undefined) {
+    for (const [waiters, cells] of Object.entries(r.handoff.byWaiters)) {
+      const ho = cells.fenced;
+      if (ho === undefined) continue;
+      checks.push({
+        target: `hand-off p50 < 2 ms (${waiters} waiter${waiters === '1' ? '' : 's'})`,
+        measured: `${num(ho.gap.p50, 2)} ms`,
+        met: Number.isFinite(ho.gap.p50) ? ho.gap.p50 < 2 : undefined,
+      });
+    }
   }
   if (r.guarded !== undefined) {
     for (const [concurrency, cell] of Object.entries(r.guarded.byConcurrency)) {
@@ -139,7 +142,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       `### 1. Uncontended acquire+release throughput`,
       '',
-      `Cycles per second, median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.`,
+      `Cycles per second (higher is better), median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.`,
       '',
       table(
         ['concurrency', ...LIBRARY_NAMES, ...PEERS.map((p) => `fenced ÷ ${p}`)],
@@ -154,6 +157,21 @@ export function renderMarkdown(results: BenchResults): string {
         ]),
       ),
       '',
+      `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together; and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply).`,
+      '',
+      table(
+        ['concurrency', ...LIBRARY_NAMES],
+        Object.entries(r.throughput.byConcurrency).map(([c, cells]) => [
+          c,
+          ...LIBRARY_NAMES.map((n) => {
+            const cell = cells[n];
+            return cell === undefined
+              ? '–'
+              : `${num(cell.clientCpuUsPerCycle)} / ${num(cell.redisCpuUsPerCycle)} µs, ${num(cell.aofBytesPerCycle)} B`;
+          }),
+        ]),
+      ),
+      '',
     );
   }
   if (r.latency !== undefined) {
@@ -161,7 +179,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       `### 2. Latency at concurrency 1`,
       '',
-      `Milliseconds; median over ${results.runs} runs of ${num(r.latency.samplesPerRun)} acquire+release cycles each (p99.9 pooled over all runs in brackets).`,
+      `Milliseconds (lower is better); median over ${results.runs} runs of ${num(r.latency.samplesPerRun)} acquire+release cycles each (p99.9 pooled over all runs in brackets).`,
       '',
       table(
         [
@@ -190,25 +208,28 @@ export function renderMarkdown(results: BenchResults): string {
     );
   }
   if (r.handoff !== undefined) {
-    const ho = r.handoff.byLibrary;
+    const handoff = r.handoff;
     out.push(
       `### 3. Contended hand-off`,
       '',
-      `${r.handoff.waiters} waiters on one resource, each holds it ${r.handoff.holdMs} ms; milliseconds from the holder's release call to the next holder's grant; median over ${results.runs} runs of ${r.handoff.roundsPerRun}×${r.handoff.waiters} hand-offs.`,
+      `K waiters on one resource, each holds it ${handoff.holdMs} ms once granted; milliseconds from the holder's release call to the next holder's grant (lower is better); median over ${results.runs} runs of ${handoff.handoffsPerRun} hand-offs (max: over all runs).`,
       '',
       table(
-        ['library', 'waits by', 'p50', 'p99', 'max', 'fenced ÷ library (p50)'],
-        LIBRARY_NAMES.filter((n) => ho[n] !== undefined).map((n) => {
-          const cell = ho[n]!;
-          return [
-            n,
-            cell.waitStrategy,
-            num(cell.gap.p50, 2),
-            num(cell.gap.p99, 2),
-            num(cell.gapPooled.max, 2),
-            n === 'fenced' ? '' : ratio(ho.fenced?.gap.p50, cell.gap.p50),
-          ];
-        }),
+        ['K', 'library', 'waits by', 'p50', 'p99', 'max', 'fenced ÷ library (p50)'],
+        Object.entries(handoff.byWaiters).flatMap(([waiters, cells]) =>
+          LIBRARY_NAMES.filter((n) => cells[n] !== undefined).map((n) => {
+            const cell = cells[n]!;
+            return [
+              waiters,
+              n,
+              cell.waitStrategy,
+              num(cell.gap.p50, 2),
+              num(cell.gap.p99, 2),
+              num(cell.gapPooled.max, 2),
+              n === 'fenced' ? '' : ratio(cells.fenced?.gap.p50, cell.gap.p50),
+            ];
+          }),
+        ),
       ),
       '',
     );
@@ -285,7 +306,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       `### 6. Lease grants through the HTTP service`,
       '',
-      `POST a lease, then DELETE it, through \`createApp\` on a loopback port; client: ${r.http.client}. Median of ${results.runs} runs.`,
+      `POST a lease, then DELETE it, through \`createApp\` on a loopback port; client: ${r.http.client}. "Stub" is the same app over a coordinator that answers at once without Redis: the ceiling of the HTTP stack on this machine. Median of ${results.runs} runs.`,
       '',
       table(
         [
@@ -293,16 +314,20 @@ export function renderMarkdown(results: BenchResults): string {
           'grants/s',
           'POST p50 ms',
           'POST p99 ms',
+          'stub grants/s',
+          'stub POST p50 ms',
           'library cycles/s (scenario 1)',
           'HTTP ÷ library',
         ],
-        Object.entries(r.http.byConcurrency).map(([c, cell]) => [
+        Object.entries(r.http.byConcurrency).map(([c, { fenced, stub }]) => [
           c,
-          `${num(cell.medianPerSecond)} [${num(cell.min)}–${num(cell.max)}]${cell.errors > 0 ? ` (${cell.errors} errors)` : ''}`,
-          num(cell.grantP50Ms, 3),
-          num(cell.grantP99Ms, 3),
+          `${num(fenced.medianPerSecond)} [${num(fenced.min)}–${num(fenced.max)}]${fenced.errors > 0 ? ` (${fenced.errors} errors)` : ''}`,
+          num(fenced.grantP50Ms, 3),
+          num(fenced.grantP99Ms, 3),
+          num(stub.medianPerSecond),
+          num(stub.grantP50Ms, 3),
           num(library?.[c]?.fenced?.median),
-          ratio(cell.medianPerSecond, library?.[c]?.fenced?.median),
+          ratio(fenced.medianPerSecond, library?.[c]?.fenced?.median),
         ]),
       ),
       '',

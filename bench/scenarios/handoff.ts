@@ -16,14 +16,14 @@ export interface HandoffCell {
 
 export interface HandoffResult {
   unit: 'milliseconds from the release call to the next holder being granted';
-  waiters: number;
-  roundsPerRun: number;
+  handoffsPerRun: number;
   holdMs: number;
-  byLibrary: Record<string, HandoffCell>;
+  /** waiter count → library → cell */
+  byWaiters: Record<string, Record<string, HandoffCell>>;
 }
 
 /**
- * Scenario 3: contended hand-off. A holder takes the resource, `waiters` callers start waiting on it (each
+ * Scenario 3: contended hand-off. A holder takes the resource, K callers start waiting on it (each
  * with the library's own waiting mechanism), then the lease passes from holder to waiter: each one holds it for
  * `holdMs` and releases it. The gap is measured from just before a holder calls release to the moment the next
  * waiter's acquire resolves, so it includes the release's own round trip, the wake-up (or poll) and the
@@ -34,7 +34,7 @@ export async function runHandoff(
   plan: BenchPlan['handoff'],
   state: RunState,
 ): Promise<HandoffResult> {
-  const round = async (library: LockLibrary, resource: string): Promise<number[]> => {
+  const round = async (library: LockLibrary, resource: string, waiters: number): Promise<number[]> => {
     const gaps: number[] = [];
     let releasedAt = Number.NaN;
     const releaseRecorded = async (held: HeldLock): Promise<void> => {
@@ -46,7 +46,7 @@ export async function runHandoff(
       }
     };
     const first = await library.acquire(resource, plan.ttlMs);
-    const waiters = Array.from({ length: plan.waiters }, async () => {
+    const waiting = Array.from({ length: waiters }, async () => {
       let held: HeldLock;
       try {
         held = await library.acquireWaiting(resource, plan.ttlMs, plan.waitMs);
@@ -62,47 +62,51 @@ export async function runHandoff(
     await sleep(plan.settleMs);
     await releaseRecorded(first);
     // Every waiter ends by itself: granted and released, or failed after `waitMs`.
-    await Promise.all(waiters);
+    await Promise.all(waiting);
     return gaps;
   };
-  const measure = async (library: LockLibrary, tag: string, rounds: number) => {
-    const gaps: number[] = [];
-    for (let r = 0; r < rounds; r++) {
-      state.progress.update(`handoff ${library.name} ${tag} round ${r + 1}/${rounds}`);
-      try {
-        gaps.push(...(await round(library, `ho:${tag}:${r}`)));
-      } catch (error) {
-        state.failures.record('handoff', library.name, error);
+  const byWaiters: HandoffResult['byWaiters'] = {};
+  for (const waiters of plan.waiterCounts) {
+    const rounds = Math.ceil(plan.handoffsPerRun / waiters);
+    const measure = async (library: LockLibrary, tag: string, roundCount: number) => {
+      const gaps: number[] = [];
+      for (let r = 0; r < roundCount; r++) {
+        state.progress.update(`handoff k=${waiters} ${library.name} ${tag} round ${r + 1}/${roundCount}`);
+        try {
+          gaps.push(...(await round(library, `ho:k${waiters}:${tag}:${r}`, waiters)));
+        } catch (error) {
+          state.failures.record('handoff', library.name, error);
+        }
       }
-    }
-    return { gaps, errors: rounds * plan.waiters - gaps.length };
-  };
-  for (const library of libraries) await measure(library, 'warmup', 1);
-  const results = await interleave(libraries, state.runs, (library, run) =>
-    measure(library, `r${run}`, plan.rounds),
-  );
-  const byLibrary: Record<string, HandoffCell> = {};
-  for (const library of libraries) {
-    const runs = results.get(library.name)!;
-    const gapRuns = runs.map((r) => summarizeLatencies(r.gaps));
-    byLibrary[library.name] = {
-      waitStrategy: library.waitStrategy,
-      gap: medianSummary(gapRuns),
-      gapPooled: summarizeLatencies(runs.flatMap((r) => r.gaps)),
-      gapRuns,
-      errors: runs.reduce((a, r) => a + r.errors, 0),
+      return { gaps, errors: roundCount * waiters - gaps.length };
     };
+    for (const library of libraries) await measure(library, 'warmup', 1);
+    const results = await interleave(libraries, state.runs, (library, run) =>
+      measure(library, `r${run}`, rounds),
+    );
+    const byLibrary: Record<string, HandoffCell> = {};
+    for (const library of libraries) {
+      const runs = results.get(library.name)!;
+      const gapRuns = runs.map((r) => summarizeLatencies(r.gaps));
+      byLibrary[library.name] = {
+        waitStrategy: library.waitStrategy,
+        gap: medianSummary(gapRuns),
+        gapPooled: summarizeLatencies(runs.flatMap((r) => r.gaps)),
+        gapRuns,
+        errors: runs.reduce((a, r) => a + r.errors, 0),
+      };
+    }
+    byWaiters[String(waiters)] = byLibrary;
+    state.progress.log(
+      `handoff k=${waiters}: p50 ${Object.entries(byLibrary)
+        .map(([name, cell]) => `${name} ${cell.gap.p50.toFixed(2)} ms`)
+        .join(', ')}`,
+    );
   }
-  state.progress.log(
-    `handoff: p50 ${Object.entries(byLibrary)
-      .map(([name, cell]) => `${name} ${cell.gap.p50.toFixed(2)} ms`)
-      .join(', ')}`,
-  );
   return {
     unit: 'milliseconds from the release call to the next holder being granted',
-    waiters: plan.waiters,
-    roundsPerRun: plan.rounds,
+    handoffsPerRun: plan.handoffsPerRun,
     holdMs: plan.holdMs,
-    byLibrary,
+    byWaiters,
   };
 }

@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Coordinator, type CoordinatorOptions } from '@fenced/coordinator';
 import { createApp } from '../../packages/coordinator/src/http/app.js';
+import type { GrantedLease, LeaseService } from '../../packages/coordinator/src/http/lease-service.js';
 import type { BenchPlan } from '../bench-plan.js';
 import { interleave, runWorkers, type RunState } from '../runner.js';
 import { median, range, summarizeLatencies } from '../statistics.js';
@@ -21,7 +24,46 @@ export interface HttpCell {
 export interface HttpResult {
   unit: 'lease grants per second (each lease also released)';
   client: string;
-  byConcurrency: Record<string, HttpCell>;
+  /** concurrency → the real service, and the same app over a stub coordinator that answers at once */
+  byConcurrency: Record<string, { fenced: HttpCell; stub: HttpCell }>;
+}
+
+/**
+ * Grants and releases at once, without Redis: the same app over it measures what the HTTP stack (node:http,
+ * express, validation, logging, metrics, and the client in the same process) costs by itself.
+ */
+class StubLeaseService extends EventEmitter implements LeaseService {
+  readonly quorum = 3;
+  readonly nodeCount = 5;
+  private next = 0n;
+
+  acquire(resource: string, options: { ttlMs: number }): Promise<GrantedLease> {
+    this.next++;
+    return Promise.resolve({
+      resource,
+      id: randomBytes(16).toString('base64url'),
+      token: this.next,
+      ttlMs: options.ttlMs,
+      validityMs: options.ttlMs,
+      expiresAt: new Date(Date.now() + options.ttlMs),
+    });
+  }
+
+  extend(): Promise<GrantedLease> {
+    return Promise.reject(new Error('the stub does not extend'));
+  }
+
+  release(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  inspect(): Promise<{ held: boolean }> {
+    return Promise.resolve({ held: false });
+  }
+
+  nodeStatus(): Promise<[]> {
+    return Promise.resolve([]);
+  }
 }
 
 interface Reply {
@@ -32,7 +74,8 @@ interface Reply {
 /**
  * Scenario 6: lease grants per second through the HTTP service. `createApp` with a real Coordinator listens on
  * an ephemeral loopback port in this process; a keep-alive `http.Agent` (one socket per worker) sends
- * `POST /v1/locks/{resource}/leases` and then `DELETE /v1/locks/{resource}/leases/{leaseId}`.
+ * `POST /v1/locks/{resource}/leases` and then `DELETE /v1/locks/{resource}/leases/{leaseId}`. The same app over
+ * a stub coordinator, interleaved with it, shows the ceiling of the HTTP stack alone.
  */
 export async function runHttp(
   coordinatorOptions: CoordinatorOptions,
@@ -43,22 +86,32 @@ export async function runHttp(
   coordinator.on('nodeError', () => undefined);
   await coordinator.ready();
   const shutdown = new AbortController();
-  const server = http.createServer(createApp({ coordinator, shutdownSignal: shutdown.signal }));
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const subjects = [
+    { name: 'fenced', service: coordinator as LeaseService },
+    { name: 'stub', service: new StubLeaseService() as LeaseService },
+  ].map((subject) => {
+    const server = http.createServer(
+      createApp({ coordinator: subject.service, shutdownSignal: shutdown.signal }),
+    );
+    server.keepAliveTimeout = 60_000;
+    return { ...subject, server, port: 0 };
+  });
+  for (const subject of subjects) {
+    await new Promise<void>((resolve) => subject.server.listen(0, '127.0.0.1', resolve));
+    subject.port = (subject.server.address() as AddressInfo).port;
+  }
   const agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(...plan.concurrencies) });
-  const subject = [{ name: 'fenced-http' }] as const;
   try {
     const byConcurrency: HttpResult['byConcurrency'] = {};
     for (const concurrency of plan.concurrencies) {
-      const measure = async (tag: string, durationMs: number) => {
-        state.progress.update(`http c=${concurrency} ${tag}`);
+      const measure = async (subject: (typeof subjects)[number], tag: string, durationMs: number) => {
+        state.progress.update(`http c=${concurrency} ${subject.name} ${tag}`);
         const grants: number[] = [];
+        const port = subject.port;
         const run = await runWorkers({
           concurrency,
           durationMs,
-          onError: (error) => state.failures.record('http', 'fenced-http', error),
+          onError: (error) => state.failures.record('http', subject.name, error),
           op: async (worker, i) => {
             const resource = encodeURIComponent(`http:${tag}:${worker}:${i % 100}`);
             const t0 = performance.now();
@@ -81,20 +134,26 @@ export async function runHttp(
           p99: summary.p99,
         };
       };
-      await measure(`c${concurrency}-warmup`, plan.warmupMs);
-      const runs = (
-        await interleave(subject, state.runs, (_, run) => measure(`c${concurrency}-r${run}`, plan.durationMs))
-      ).get('fenced-http')!;
-      const perSecond = runs.map((r) => r.perSecond);
-      byConcurrency[String(concurrency)] = {
-        medianPerSecond: median(perSecond),
-        ...range(perSecond),
-        runs: perSecond,
-        grantP50Ms: median(runs.map((r) => r.p50)),
-        grantP99Ms: median(runs.map((r) => r.p99)),
-        errors: runs.reduce((a, r) => a + r.errors, 0),
+      for (const subject of subjects) await measure(subject, `c${concurrency}-warmup`, plan.warmupMs);
+      const results = await interleave(subjects, state.runs, (subject, run) =>
+        measure(subject, `c${concurrency}-r${run}`, plan.durationMs),
+      );
+      const cell = (name: string): HttpCell => {
+        const runs = results.get(name)!;
+        const perSecond = runs.map((r) => r.perSecond);
+        return {
+          medianPerSecond: median(perSecond),
+          ...range(perSecond),
+          runs: perSecond,
+          grantP50Ms: median(runs.map((r) => r.p50)),
+          grantP99Ms: median(runs.map((r) => r.p99)),
+          errors: runs.reduce((a, r) => a + r.errors, 0),
+        };
       };
-      state.progress.log(`http c=${concurrency}: ${Math.round(median(perSecond))} grants/s`);
+      byConcurrency[String(concurrency)] = { fenced: cell('fenced'), stub: cell('stub') };
+      state.progress.log(
+        `http c=${concurrency}: ${Math.round(byConcurrency[String(concurrency)]!.fenced.medianPerSecond)} grants/s (stub coordinator: ${Math.round(byConcurrency[String(concurrency)]!.stub.medianPerSecond)}/s)`,
+      );
     }
     return {
       unit: 'lease grants per second (each lease also released)',
@@ -104,8 +163,10 @@ export async function runHttp(
   } finally {
     agent.destroy();
     shutdown.abort();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const { server } of subjects) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
     await coordinator.close();
   }
 }

@@ -1,3 +1,5 @@
+import type { Redis } from 'ioredis';
+import { aofSizes, redisCpuSeconds } from '../bench-environment.js';
 import type { BenchPlan } from '../bench-plan.js';
 import type { LockLibrary } from '../lock-library.js';
 import { interleave, runWorkers, type RunState } from '../runner.js';
@@ -15,6 +17,14 @@ export interface ThroughputCell {
   runs: number[];
   /** Cycles that threw, over all runs (each is also in the failure list). */
   errors: number;
+  /**
+   * Median over the runs of the CPU time one cycle cost: in this (client) process, and in the five Redis
+   * servers together. On a machine with few cores, their sum is what bounds throughput.
+   */
+  clientCpuUsPerCycle: number;
+  redisCpuUsPerCycle: number;
+  /** Median over the runs of the bytes one cycle appends to each node's AOF (each of them fsynced). */
+  aofBytesPerCycle: number;
 }
 
 export interface ThroughputResult {
@@ -30,6 +40,7 @@ export interface ThroughputResult {
  */
 export async function runThroughput(
   libraries: readonly LockLibrary[],
+  admin: readonly Redis[],
   plan: BenchPlan['throughput'],
   state: RunState,
 ): Promise<ThroughputResult> {
@@ -37,6 +48,9 @@ export async function runThroughput(
   for (const concurrency of plan.concurrencies) {
     const measure = async (library: LockLibrary, tag: string, durationMs: number) => {
       state.progress.update(`throughput c=${concurrency} ${library.name} ${tag}`);
+      const redisBefore = await redisCpuSeconds(admin);
+      const aofBefore = await aofSizes(admin);
+      const clientBefore = process.cpuUsage();
       const run = await runWorkers({
         concurrency,
         durationMs,
@@ -46,7 +60,21 @@ export async function runThroughput(
           await held.release();
         },
       });
-      return { perSecond: run.ops / (run.elapsedMs / 1_000), errors: run.errors };
+      const client = process.cpuUsage(clientBefore);
+      const redis = (await redisCpuSeconds(admin)) - redisBefore;
+      const aofAfter = await aofSizes(admin);
+      // Mean growth per node; an AOF rewrite during the run shrinks the file, and then there is no figure.
+      const growth = aofAfter.map((size, i) => size - aofBefore[i]!);
+      const aofBytes = growth.some((g) => !(g >= 0))
+        ? Number.NaN
+        : growth.reduce((a, g) => a + g, 0) / growth.length;
+      return {
+        perSecond: run.ops / (run.elapsedMs / 1_000),
+        errors: run.errors,
+        clientCpuUsPerCycle: (client.user + client.system) / run.ops,
+        redisCpuUsPerCycle: (redis * 1e6) / run.ops,
+        aofBytesPerCycle: aofBytes / run.ops,
+      };
     };
     for (const library of libraries) await measure(library, `c${concurrency}-warmup`, plan.warmupMs);
     const results = await interleave(libraries, state.runs, (library, run) =>
@@ -60,6 +88,9 @@ export async function runThroughput(
         ...range(values),
         runs: values,
         errors: runs.reduce((a, r) => a + r.errors, 0),
+        clientCpuUsPerCycle: median(runs.map((r) => r.clientCpuUsPerCycle)),
+        redisCpuUsPerCycle: median(runs.map((r) => r.redisCpuUsPerCycle)),
+        aofBytesPerCycle: median(runs.map((r) => r.aofBytesPerCycle).filter((b) => Number.isFinite(b))),
       };
     }
     byConcurrency[String(concurrency)] = cells;
