@@ -2,13 +2,6 @@ import { parseArgs } from 'node:util';
 import { SCENARIO_NAMES, type ScenarioName } from './bench-plan.js';
 import { LIBRARY_NAMES, type LibraryName } from './lock-library.js';
 
-/**
- * The fenced coordinator's node timeout in the benchmark. Its default (50 ms) is below the latency tail of a
- * Redis node that fsyncs every write on this kind of machine, so with the default a share of the calls time
- * out and the acquires or releases fail (see docs/benchmarks.md); `--fenced-node-timeout-ms 50` shows it.
- */
-export const BENCH_FENCED_NODE_TIMEOUT_MS = 2_000;
-
 export interface BenchOptions {
   quick: boolean;
   scenarios: ScenarioName[];
@@ -19,7 +12,8 @@ export interface BenchOptions {
   writeDocs: boolean;
   /** A full run of every scenario and library with the standard plan (what bench/results/latest.json holds). */
   complete: boolean;
-  fencedNodeTimeoutMs: number;
+  /** `nodeTimeoutMs` of the fenced coordinator; undefined keeps its default. */
+  fencedNodeTimeoutMs: number | undefined;
   /** Libraries of the library scenarios (throughput, latency, handoff, scale). */
   libraries: LibraryName[];
   /** Overrides of the scale plan, for a long run of one level (e.g. a full million). */
@@ -38,7 +32,7 @@ export const USAGE = `Usage: npm run bench -- [options]
   --library NAME[,NAME]      only these libraries: ${LIBRARY_NAMES.join(', ')}
   --scale-levels N[,N]       resource counts of the scale scenario (default 1000,100000,1000000)
   --scale-cap-s N            time cap of each scale phase, in seconds (default 30)
-  --fenced-node-timeout-ms N nodeTimeoutMs of the fenced coordinator (default ${BENCH_FENCED_NODE_TIMEOUT_MS})
+  --fenced-node-timeout-ms N nodeTimeoutMs of the fenced coordinator (default: the library's default)
   --help                     this text
 
 A full run of every scenario writes bench/results/latest.json and the tables of docs/benchmarks.md; any other
@@ -76,7 +70,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
   const runs = values.runs === undefined ? (quick ? 2 : 5) : positiveInteger('--runs', values.runs, 1, 100);
   const fencedNodeTimeoutMs =
     values['fenced-node-timeout-ms'] === undefined
-      ? BENCH_FENCED_NODE_TIMEOUT_MS
+      ? undefined
       : positiveInteger('--fenced-node-timeout-ms', values['fenced-node-timeout-ms'], 1, 60_000);
   const requestedLibraries = (values.library ?? []).flatMap((s) => s.split(',')).map((s) => s.trim());
   for (const name of requestedLibraries) {
@@ -100,7 +94,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     scenarios.length === SCENARIO_NAMES.length &&
     libraries.length === LIBRARY_NAMES.length &&
     scaleLevels === undefined &&
-    scaleCapMs === undefined;
+    scaleCapMs === undefined &&
+    fencedNodeTimeoutMs === undefined;
   const out =
     values.out ??
     (quick
