@@ -43,6 +43,9 @@ export interface BenchEnvironment {
   stop(): Promise<void>;
 }
 
+/** Stalls at least this long are recorded by every node's latency monitor (see `takeStalls`). */
+export const STALL_THRESHOLD_MS = 100;
+
 export async function startBenchEnvironment(): Promise<BenchEnvironment> {
   const redis = await startRedisNodes(5, { useExisting: false });
   let postgres: PostgresServer | undefined;
@@ -50,6 +53,10 @@ export async function startBenchEnvironment(): Promise<BenchEnvironment> {
   try {
     postgres = await findOrStartPostgres({ forceThrowaway: process.env.FENCED_DATABASE_URL === undefined });
     admin.push(...redis.urls.map((url) => new Redis(url, { enableAutoPipelining: false })));
+    // Redis' own latency monitor records every stall longer than this (fsync, AOF write, fork for a rewrite), so
+    // the results can say what a slow moment was. Monitoring only: nothing else changes.
+    for (const client of admin)
+      await client.config('SET', 'latency-monitor-threshold', String(STALL_THRESHOLD_MS));
     const redisConfig = await readRedisConfig(admin[0]!);
     const versions: ServerVersions = {
       node: process.version,
@@ -206,4 +213,33 @@ export async function aofSizes(admin: readonly Redis[]): Promise<number[]> {
       return match === null ? Number.NaN : Number(match[1]);
     }),
   );
+}
+
+/** What the nodes' latency monitors and persistence counters saw during one scenario. */
+export interface NodeStalls {
+  /** Event → the longest stall (ms) any node recorded, and how many nodes recorded it (LATENCY LATEST). */
+  events: Record<string, { maxMs: number; nodes: number }>;
+  /** AOF rewrites (fork + rewrite while fsyncing) the nodes ran, summed (INFO persistence). */
+  aofRewrites: number;
+}
+
+/** Reads and resets the latency monitor of every node; `rewritesBefore` is the previous `aofRewrites` total. */
+export async function takeStalls(
+  admin: readonly Redis[],
+  rewritesBefore: number,
+): Promise<NodeStalls & { rewritesTotal: number }> {
+  const events: NodeStalls['events'] = {};
+  let rewritesTotal = 0;
+  for (const client of admin) {
+    const latest = (await client.call('LATENCY', 'LATEST')) as [string, number, number, number][];
+    for (const [event, , , maxMs] of latest) {
+      const entry = (events[event] ??= { maxMs: 0, nodes: 0 });
+      entry.maxMs = Math.max(entry.maxMs, Number(maxMs));
+      entry.nodes++;
+    }
+    await client.call('LATENCY', 'RESET');
+    const match = /^aof_rewrites:(\d+)/m.exec(await client.info('persistence'));
+    rewritesTotal += match === null ? 0 : Number(match[1]);
+  }
+  return { events, aofRewrites: rewritesTotal - rewritesBefore, rewritesTotal };
 }

@@ -1,4 +1,4 @@
-import type { MachineInfo, ServerVersions } from './bench-environment.js';
+import type { MachineInfo, NodeStalls, ServerVersions } from './bench-environment.js';
 import type { BenchPlan, ScenarioName } from './bench-plan.js';
 import type { Failure } from './runner.js';
 import type { GuardedResult } from './scenarios/guarded.js';
@@ -26,6 +26,11 @@ export interface BenchResults {
   /** CONFIG GET of node 0 (every node is started the same way). */
   redisConfig: Record<string, string>;
   redisNodes: number;
+  /**
+   * Per scenario: stalls of at least STALL_THRESHOLD_MS the nodes' latency monitors recorded (event → longest,
+   * and on how many nodes), and the AOF rewrites the nodes ran.
+   */
+  redisStalls: Partial<Record<ScenarioName, NodeStalls>>;
   libraries: Record<string, { configuration: Readonly<Record<string, unknown>>; waitStrategy: string }>;
   plan: BenchPlan;
   results: {

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
-import { machineInfo, probeFsync, startBenchEnvironment } from './bench-environment.js';
+import { machineInfo, probeFsync, startBenchEnvironment, takeStalls } from './bench-environment.js';
 import { parseBenchOptions, USAGE, type BenchOptions } from './bench-options.js';
 import { FULL_PLAN, QUICK_PLAN, type BenchPlan, type ScenarioName } from './bench-plan.js';
 import type { BenchResults } from './bench-results.js';
@@ -50,6 +50,7 @@ async function main(options: BenchOptions): Promise<number> {
   const env = await startBenchEnvironment();
   let libraries: LockLibrary[] = [];
   const results: BenchResults['results'] = {};
+  const stalls: BenchResults['redisStalls'] = {};
   let fsync: BenchResults['machine']['fsync'];
   try {
     fsync = await probeFsync(options.quick ? 50 : 200);
@@ -60,6 +61,7 @@ async function main(options: BenchOptions): Promise<number> {
     if (options.scenarios.some((s) => LIBRARY_SCENARIOS.includes(s))) {
       libraries = await createLockLibraries(env.redis.urls, fencedBench, options.libraries);
     }
+    let rewrites = (await takeStalls(env.admin, 0)).rewritesTotal;
     for (const scenario of options.scenarios) {
       progress.log(`scenario ${scenario}`);
       try {
@@ -94,6 +96,9 @@ async function main(options: BenchOptions): Promise<number> {
           `scenario ${scenario} failed: ${error instanceof Error ? error.message : String(error)}`,
         );
       }
+      const seen = await takeStalls(env.admin, rewrites);
+      rewrites = seen.rewritesTotal;
+      stalls[scenario] = { events: seen.events, aofRewrites: seen.aofRewrites };
     }
   } finally {
     progress.update('stopping servers', true);
@@ -120,6 +125,7 @@ async function main(options: BenchOptions): Promise<number> {
     },
     redisConfig: env.redisConfig,
     redisNodes: env.redis.urls.length,
+    redisStalls: stalls,
     libraries: Object.fromEntries(
       libraries.map((l) => [l.name, { configuration: l.configuration, waitStrategy: l.waitStrategy }]),
     ),

@@ -345,6 +345,26 @@ export function renderMarkdown(results: BenchResults): string {
       '',
     );
   }
+  const stalls = Object.entries(results.redisStalls ?? {});
+  if (stalls.length > 0) {
+    out.push(
+      `### Redis stalls`,
+      '',
+      `What the nodes' own latency monitors recorded (stalls ≥ 100 ms: event, longest, on how many of the 5 nodes), and the AOF rewrites they ran, per scenario.`,
+      '',
+      table(
+        ['scenario', 'stalls', 'AOF rewrites'],
+        stalls.map(([scenario, s]) => [
+          scenario,
+          Object.entries(s.events)
+            .map(([event, e]) => `${event} ${num(e.maxMs)} ms (${e.nodes})`)
+            .join(', ') || 'none',
+          String(s.aofRewrites),
+        ]),
+      ),
+      '',
+    );
+  }
   if (results.failures.length > 0) {
     out.push(
       `### Failures`,
