@@ -243,3 +243,19 @@ export async function takeStalls(
   }
   return { events, aofRewrites: rewritesTotal - rewritesBefore, rewritesTotal };
 }
+
+/**
+ * The commit the run measured, and the files under packages/ that differed from it (the benchmark runs the
+ * sources in the working tree, so a modified coordinator is what was measured).
+ */
+export function sourceRevision(root: string): { commit: string; modifiedPackageFiles: string[] } {
+  const git = (args: string[]): string =>
+    spawnSync('git', args, { cwd: root, encoding: 'utf8' }).stdout?.trim() ?? '';
+  return {
+    commit: git(['rev-parse', 'HEAD']) || 'unknown',
+    modifiedPackageFiles: git(['status', '--porcelain', '--', 'packages'])
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => line.slice(3)),
+  };
+}

@@ -13,6 +13,8 @@ export interface BenchResults {
   schemaVersion: 1;
   kind: 'full' | 'quick' | 'partial';
   command: string;
+  /** The commit measured, and the files under packages/ that were modified in the working tree at the start. */
+  revision: { commit: string; modifiedPackageFiles: string[] };
   startedAt: string;
   finishedAt: string;
   durationSeconds: number;

@@ -6,7 +6,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
-import { machineInfo, probeFsync, startBenchEnvironment, takeStalls } from './bench-environment.js';
+import {
+  machineInfo,
+  probeFsync,
+  sourceRevision,
+  startBenchEnvironment,
+  takeStalls,
+} from './bench-environment.js';
 import { parseBenchOptions, USAGE, type BenchOptions } from './bench-options.js';
 import { FULL_PLAN, QUICK_PLAN, type BenchPlan, type ScenarioName } from './bench-plan.js';
 import type { BenchResults } from './bench-results.js';
@@ -39,6 +45,7 @@ async function main(options: BenchOptions): Promise<number> {
   const state: RunState = { progress, failures, runs: options.runs };
   const startedAt = new Date();
   const machine = machineInfo();
+  const revision = sourceRevision(ROOT);
   progress.log(
     `fenced bench (${options.quick ? 'quick' : 'full'}): ${options.scenarios.join(', ')}; ${options.libraries.join(', ')}; ${options.runs} runs per cell; ` +
       `${machine.cores} cores, load ${machine.loadAverageAtStart.toFixed(2)}`,
@@ -111,6 +118,7 @@ async function main(options: BenchOptions): Promise<number> {
     schemaVersion: 1,
     kind: options.quick ? 'quick' : options.complete ? 'full' : 'partial',
     command: options.command,
+    revision,
     startedAt: startedAt.toISOString(),
     finishedAt: finishedAt.toISOString(),
     durationSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1_000,

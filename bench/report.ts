@@ -123,6 +123,14 @@ export function renderMarkdown(results: BenchResults): string {
           'disk fdatasync (Redis data dir)',
           `p50 ${num(m.fsync.p50Ms, 2)} ms, p99 ${num(m.fsync.p99Ms, 2)} ms (${m.fsync.samples} samples)`,
         ],
+        [
+          'source',
+          `commit ${results.revision?.commit.slice(0, 7) ?? 'unknown'}${
+            results.revision !== undefined && results.revision.modifiedPackageFiles.length > 0
+              ? ` plus uncommitted changes to ${results.revision.modifiedPackageFiles.join(', ')}`
+              : ''
+          }`,
+        ],
         ['node', v.node],
         [
           'redis-server',
