@@ -21,23 +21,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
   return {3}
 end
 
-local function is_token(s)
-  return type(s) == 'string' and #s <= 19 and string.match(s, '^[1-9][0-9]*$') ~= nil
-end
-
--- a > b for canonical decimal strings. Byte comparison, not `>`: Lua's string `>` uses strcoll (locale).
-local function greater(a, b)
-  if #a ~= #b then
-    return #a > #b
-  end
-  for i = 1, #a do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then
-      return x > y
-    end
-  end
-  return false
-end
+-- @include decimal-token
 
 local cur = redis.call('GET', KEYS[2])
 if cur == false then

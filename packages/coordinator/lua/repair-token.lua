@@ -16,23 +16,7 @@ if redis.call('GET', KEYS[2]) ~= ARGV[2] then
   return {6}
 end
 
-local function is_token(s)
-  return type(s) == 'string' and #s <= 19 and string.match(s, '^[1-9][0-9]*$') ~= nil
-end
-
--- a > b for canonical decimal strings, byte by byte (Lua's string `>` uses strcoll).
-local function greater(a, b)
-  if #a ~= #b then
-    return #a > #b
-  end
-  for i = 1, #a do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then
-      return x > y
-    end
-  end
-  return false
-end
+-- @include decimal-token
 
 local cur = redis.call('GET', KEYS[1])
 if cur == false then

@@ -7,7 +7,11 @@ import {
   ScriptCode,
   type ScriptName,
 } from '../../../packages/coordinator/src/redlock/script-results.js';
-import { SCRIPT_NAMES, scriptUrl } from '../../../packages/coordinator/src/redlock/scripts.js';
+import {
+  loadScriptSource,
+  SCRIPT_NAMES,
+  scriptUrl,
+} from '../../../packages/coordinator/src/redlock/scripts.js';
 
 /** A well-formed sample reply for every (script, code) pair the contracts allow. */
 const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
@@ -23,7 +27,7 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
 describe('script result codes', () => {
   it('lists, for every script, exactly the codes its Lua source returns', () => {
     for (const name of SCRIPT_NAMES) {
-      const lua = readFileSync(scriptUrl(name), 'utf8');
+      const lua = loadScriptSource(name);
       const returned = new Set([...lua.matchAll(/return \{(\d+)/g)].map((m) => Number(m[1])));
       expect([...returned].sort(), name).toEqual([...SCRIPT_CODES[name]].sort());
     }
@@ -36,6 +40,16 @@ describe('script result codes', () => {
       expect(header, name).toMatch(/^-- /);
       expect(lua, name).toMatch(/-- KEYS\[1\]/);
       expect(lua, name).toMatch(/-- Returns/);
+    }
+  });
+
+  it('inlines every included helper, so no script reaches Redis with an @include line', () => {
+    for (const name of SCRIPT_NAMES) {
+      const lua = loadScriptSource(name);
+      expect(lua, name).not.toMatch(/^-- @include /m);
+      if (readFileSync(scriptUrl(name), 'utf8').includes('@include decimal-token')) {
+        expect(lua, name).toMatch(/local function greater\(a, b\)/);
+      }
     }
   });
 

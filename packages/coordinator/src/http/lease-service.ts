@@ -1,4 +1,6 @@
 import type { EventEmitter } from 'node:events';
+import type { NodeErrorEvent, NodeStatus } from '../coordinator.js';
+import type { Lease } from '../lease.js';
 
 /**
  * The slice of the coordinator the HTTP service uses (docs/internal-api.md). Declared structurally so the
@@ -18,30 +20,9 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
 }
 
 /** What the service reads from a granted or extended lease. */
-export interface GrantedLease {
-  readonly resource: string;
-  readonly id: string;
-  readonly token: bigint;
-  readonly ttlMs: number;
-  readonly validityMs: number;
-  readonly expiresAt: Date;
-}
+export type GrantedLease = Pick<Lease, 'resource' | 'id' | 'token' | 'ttlMs' | 'validityMs' | 'expiresAt'>;
 
 /** One node's health as the coordinator reports it (never credentials). */
-export interface NodeStatusView {
-  node: number;
-  address: string;
-  reachable: boolean;
-  role?: string;
-  configOk: boolean;
-  problems: string[];
-  voting: boolean;
-  latencyMs?: number;
-}
+export type NodeStatusView = NodeStatus;
 
-/** Payload of the coordinator's `nodeError` event. */
-export interface NodeErrorEvent {
-  node: number | string;
-  operation: string;
-  error: unknown;
-}
+export type { NodeErrorEvent };

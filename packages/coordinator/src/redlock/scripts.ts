@@ -25,11 +25,23 @@ export function scriptUrl(name: ScriptName): URL {
   return new URL(`../../lua/${name}.lua`, import.meta.url);
 }
 
+const INCLUDE = /^-- @include ([a-z][a-z0-9-]*)$/gm;
+
+/**
+ * A script's source with each `-- @include NAME` line replaced by `lua/include/NAME.lua`: Redis scripts cannot
+ * share code, so helpers such as the decimal token comparison live in one file and are inlined at load time.
+ */
+export function loadScriptSource(name: ScriptName): string {
+  return readFileSync(scriptUrl(name), 'utf8').replace(INCLUDE, (_line, include: string) =>
+    readFileSync(new URL(`../../lua/include/${include}.lua`, import.meta.url), 'utf8').trimEnd(),
+  );
+}
+
 let sources: Map<ScriptName, string> | undefined;
 
-/** The Lua source of every script, read once. */
+/** The Lua source of every script, includes expanded, read once. */
 export function scriptSources(): ReadonlyMap<ScriptName, string> {
-  sources ??= new Map(SCRIPT_NAMES.map((name) => [name, readFileSync(scriptUrl(name), 'utf8')]));
+  sources ??= new Map(SCRIPT_NAMES.map((name) => [name, loadScriptSource(name)]));
   return sources;
 }
 

@@ -1,0 +1,23 @@
+-- decimal-token.lua: included by the scripts that read or compare fencing tokens (`-- @include decimal-token`).
+--
+-- Tokens are canonical decimal strings (no sign, no leading zeros, at most 19 digits: 1 ..= 2^63-1). They are
+-- never passed through tonumber: Lua numbers are doubles and lose precision above 2^53.
+
+local function is_token(s)
+  return type(s) == 'string' and #s <= 19 and string.match(s, '^[1-9][0-9]*$') ~= nil
+end
+
+-- a > b for canonical decimal strings: longer is larger, then byte by byte. Not Lua's string `>`, which uses
+-- strcoll and so depends on the server's locale.
+local function greater(a, b)
+  if #a ~= #b then
+    return #a > #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x > y
+    end
+  end
+  return false
+end
