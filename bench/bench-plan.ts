@@ -35,6 +35,11 @@ export interface BenchPlan {
     ttlMs: number;
     /** Pause before each INFO memory, so replies, the AOF buffer and lazy frees have settled. */
     settleMs: number;
+    /**
+     * A pass over few resources repeats acquire-all/release-all over the same resources until its phases have
+     * lasted this long together, so its throughput is measured over as steady a stretch as a large level's.
+     */
+    minMeasureMs: number;
   };
   guarded: { concurrencies: number[]; warmupMs: number; durationMs: number };
   http: { concurrencies: number[]; warmupMs: number; durationMs: number; ttlMs: number };
@@ -58,6 +63,7 @@ export const FULL_PLAN: BenchPlan = {
     phaseCapMs: 30_000,
     ttlMs: 600_000,
     settleMs: 300,
+    minMeasureMs: 3_000,
   },
   guarded: { concurrencies: [1, 32], warmupMs: 1_000, durationMs: 2_000 },
   http: { concurrencies: [1, 64], warmupMs: 1_000, durationMs: 2_000, ttlMs: 10_000 },
@@ -81,6 +87,7 @@ export const QUICK_PLAN: BenchPlan = {
     phaseCapMs: 5_000,
     ttlMs: 120_000,
     settleMs: 50,
+    minMeasureMs: 200,
   },
   guarded: { concurrencies: [1, 32], warmupMs: 100, durationMs: 250 },
   http: { concurrencies: [1, 64], warmupMs: 100, durationMs: 250, ttlMs: 10_000 },

@@ -49,7 +49,8 @@ export interface ScaleResult {
 /**
  * Scenario 4: throughput and Redis memory with many distinct resources. Each pass acquires `level` new
  * resources at the plan's concurrency and holds them (memory per held resource), then releases them all
- * (memory left per idle resource: release deletes the lease key exactly as expiry would). Passes of the same
+ * (memory left per idle resource: release deletes the lease key exactly as expiry would); a pass over few
+ * resources repeats acquire-all/release-all over them until it has measured `minMeasureMs`. Passes of the same
  * level are interleaved over the libraries. Both phases are bounded by `phaseCapMs`; a pass that hits the cap
  * reports how many resources it reached.
  */
@@ -59,41 +60,32 @@ export async function runScale(
   plan: BenchPlan['scale'],
   state: RunState,
 ): Promise<ScaleResult> {
-  const pass = async (library: LockLibrary, level: number, tag: string): Promise<ScalePass> => {
-    await sleep(plan.settleMs);
-    const before = await usedMemory(admin);
-    const keysBefore = await keyCounts(admin);
+  /** Acquires resources 0 … level−1 and holds them (bounded by the cap): the held locks, and the phase's time. */
+  const acquireAll = async (library: LockLibrary, level: number, tag: string, label: string) => {
     const held: (HeldLock | undefined)[] = [];
-    let errors = 0;
-    const label = `scale ${level.toLocaleString('en-US')} ${library.name} ${tag}`;
-
-    const acquireStart = performance.now();
-    const acquired = await forEachIndex(
+    const start = performance.now();
+    const { stoppedAtDeadline } = await forEachIndex(
       level,
       plan.concurrency,
       async (i) => {
         try {
           held[i] = await library.acquire(`sc:${tag}:${i}`, plan.ttlMs);
         } catch (error) {
-          errors++;
           state.failures.record('scale', library.name, error);
         }
       },
       {
-        deadline: acquireStart + plan.phaseCapMs,
+        deadline: start + plan.phaseCapMs,
         onProgress: (done) => state.progress.update(`${label}: acquired ${done.toLocaleString('en-US')}`),
       },
     );
-    const acquireMs = performance.now() - acquireStart;
     const locks = held.filter((h): h is HeldLock => h !== undefined);
-    const heldCount = locks.length;
-    held.length = 0;
-    await sleep(plan.settleMs);
-    const whileHeld = await usedMemory(admin);
-    const keysWhileHeld = await keyCounts(admin);
-
-    const releaseStart = performance.now();
+    return { locks, ms: performance.now() - start, stoppedAtDeadline, errors: held.length - locks.length };
+  };
+  const releaseAll = async (library: LockLibrary, locks: HeldLock[], label: string) => {
     let released = 0;
+    let errors = 0;
+    const start = performance.now();
     await forEachIndex(
       locks.length,
       plan.concurrency,
@@ -107,25 +99,55 @@ export async function runScale(
         }
       },
       {
-        deadline: releaseStart + 2 * plan.phaseCapMs,
+        deadline: start + 2 * plan.phaseCapMs,
         onProgress: (done) => state.progress.update(`${label}: released ${done.toLocaleString('en-US')}`),
       },
     );
-    const releaseMs = performance.now() - releaseStart;
-    locks.length = 0;
+    return { released, errors, ms: performance.now() - start };
+  };
+
+  const pass = async (library: LockLibrary, level: number, tag: string): Promise<ScalePass> => {
+    const label = `scale ${level.toLocaleString('en-US')} ${library.name} ${tag}`;
+    await sleep(plan.settleMs);
+    const before = await usedMemory(admin);
+    const keysBefore = await keyCounts(admin);
+
+    // Round 1 acquires every resource and holds them all while memory is read, then releases them all.
+    const first = await acquireAll(library, level, tag, label);
+    await sleep(plan.settleMs);
+    const whileHeld = await usedMemory(admin);
+    const keysWhileHeld = await keyCounts(admin);
+    const firstRelease = await releaseAll(library, first.locks, label);
     await sleep(plan.settleMs);
     const idle = await usedMemory(admin);
     const keysIdle = await keyCounts(admin);
 
-    const reached = heldCount;
+    // A small level is over in a fraction of a second; later rounds over the same resources extend the measured
+    // time to `minMeasureMs`, so a thousand resources get as steady a throughput figure as a million.
+    let acquired = first.locks.length;
+    let released = firstRelease.released;
+    let acquireMs = first.ms;
+    let releaseMs = firstRelease.ms;
+    let errors = first.errors + firstRelease.errors;
+    for (let round = 2; round <= 1_000 && acquireMs + releaseMs < plan.minMeasureMs; round++) {
+      const next = await acquireAll(library, level, tag, `${label} round ${round}`);
+      const nextRelease = await releaseAll(library, next.locks, `${label} round ${round}`);
+      acquired += next.locks.length;
+      released += nextRelease.released;
+      acquireMs += next.ms;
+      releaseMs += nextRelease.ms;
+      errors += next.errors + nextRelease.errors;
+    }
+
+    const reached = first.locks.length;
     const perResource = (after: number[]): number =>
       reached === 0 ? Number.NaN : meanDelta(before, after) / reached;
     return {
       reached,
-      stoppedAtCap: acquired.stoppedAtDeadline,
-      acquirePerSecond: reached / (acquireMs / 1_000),
+      stoppedAtCap: first.stoppedAtDeadline,
+      acquirePerSecond: acquired / (acquireMs / 1_000),
       releasePerSecond: released / (releaseMs / 1_000),
-      cyclesPerSecond: Math.min(reached, released) / ((acquireMs + releaseMs) / 1_000),
+      cyclesPerSecond: Math.min(acquired, released) / ((acquireMs + releaseMs) / 1_000),
       heldBytesPerResource: perResource(whileHeld),
       idleBytesPerResource: perResource(idle),
       heldKeysPerNode: meanDelta(keysBefore, keysWhileHeld),
