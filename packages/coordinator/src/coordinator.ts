@@ -364,7 +364,10 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     const guess = this.proposer.firstGuess(resource);
     if (guess === null) return { kind: 'exhausted' };
     const start = monotonicNow();
-    const timeout = this.settings.nodeTimeoutMs;
+    // A vote that arrives after ttl − drift − minValidity can no longer make a usable lease, so waiting longer
+    // for it is pointless; a generous nodeTimeoutMs therefore never outlasts a short lease.
+    const usableMs = ttlMs - driftMs(ttlMs, this.settings.driftFactor) - this.settings.minValidityMs;
+    const timeout = Math.max(1, Math.min(this.settings.nodeTimeoutMs, usableMs));
     const inc = incarnationKey(this.settings.keyPrefix);
     const result = await fanOut(
       this.votingCalls((node) =>

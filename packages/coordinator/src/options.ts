@@ -23,9 +23,11 @@ export interface CoordinatorOptions {
   driftFactor?: number;
   /**
    * Upper bound of one call to one node. A slower node counts as a vote against, so a hung node never stalls an
-   * acquire; too small a bound turns ordinary latency spikes (an fsync, a busy core) into failed votes. A decision
-   * never waits for it once a majority has answered, so it only costs time when a node hangs.
-   * @defaultValue `200`
+   * acquire; too small a bound turns ordinary latency spikes into failed votes — with fsync-always AOF, nodes that
+   * take the same writes reach their AOF rewrite together and stall for hundreds of milliseconds at once. A
+   * decision never waits for it once a majority has answered, and an acquire never waits longer than its ttl
+   * leaves usable, so a generous bound only costs time when a majority is slow or gone.
+   * @defaultValue `1000`
    */
   nodeTimeoutMs?: number;
   /**
@@ -65,7 +67,7 @@ export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes'>>;
 export const coordinatorDefaults = Object.freeze({
   keyPrefix: 'fenced',
   driftFactor: 0.01,
-  nodeTimeoutMs: 200,
+  nodeTimeoutMs: 1_000,
   retryDelayMs: 100,
   retryJitterMs: 50,
   minValidityMs: 10,
