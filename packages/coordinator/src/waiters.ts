@@ -69,16 +69,30 @@ export class ReleaseNotifier {
   private subscriber(node: NodeConnection): Redis {
     let subscriber = this.subscribers.get(node.index);
     if (subscriber === undefined) {
-      // A connection of its own: a subscribed connection can run nothing else. It queues while connecting and
-      // resubscribes after a reconnect.
+      // A connection of its own: a subscribed connection can run nothing else. It queues while connecting.
+      // After a reconnect it resubscribes here rather than through ioredis' autoResubscribe, whose SUBSCRIBE
+      // promise has no handler: a connection that drops again before the reply (a node restarting) would raise
+      // an unhandled rejection in the host process. A release published while reconnecting is covered by the
+      // waiters' timed fallback.
       subscriber = node.client.duplicate({
         enableAutoPipelining: false,
         enableOfflineQueue: true,
-        autoResubscribe: true,
+        autoResubscribe: false,
         lazyConnect: false,
       });
-      subscriber.on('error', (error: unknown) => this.reportError(node.index, 'subscriber', error));
-      subscriber.on('message', (channel: string) => this.dispatch(channel));
+      const connection = subscriber;
+      let connectedBefore = false;
+      connection.on('ready', () => {
+        const channels = [...this.waiters.keys()];
+        if (connectedBefore && channels.length > 0) {
+          connection
+            .subscribe(...channels)
+            .catch((error: unknown) => this.reportError(node.index, 'subscribe', error));
+        }
+        connectedBefore = true;
+      });
+      connection.on('error', (error: unknown) => this.reportError(node.index, 'subscriber', error));
+      connection.on('message', (channel: string) => this.dispatch(channel));
       this.subscribers.set(node.index, subscriber);
     }
     return subscriber;
