@@ -18,10 +18,8 @@ end
 
 -- @include decimal-token
 
-local cur = redis.call('GET', KEYS[1])
-if cur == false then
-  cur = '0'
-elseif not is_token(cur) then
+local cur = read_register(KEYS[1])
+if cur == nil then
   return {4}
 end
 if greater(ARGV[1], cur) then

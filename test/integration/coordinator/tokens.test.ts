@@ -119,6 +119,27 @@ describe('fencing tokens on real nodes', () => {
     }
   });
 
+  it('never votes with a register that holds no token: a minority is outvoted, a majority refuses', async () => {
+    const c = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 500 });
+    try {
+      const minority = unique('corrupt-minority');
+      await Promise.all(raw.slice(0, 2).map((r) => r.set(tokenKey(minority), 'not-a-token')));
+      const lease = await c.acquire(minority, { ttlMs: 2_000 });
+      await lease.release();
+      // The corrupt registers were neither read as 0 nor overwritten.
+      expect(await Promise.all(raw.slice(0, 2).map((r) => r.get(tokenKey(minority))))).toEqual([
+        'not-a-token',
+        'not-a-token',
+      ]);
+
+      const majority = unique('corrupt-majority');
+      await Promise.all(raw.slice(0, 3).map((r) => r.set(tokenKey(majority), '007')));
+      await expect(c.acquire(majority, { ttlMs: 2_000 })).rejects.toBeInstanceOf(QuorumUnavailableError);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('keeps full precision near 2^53 and refuses cleanly at 2^63 - 1', async () => {
     const c = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 500 });
     try {

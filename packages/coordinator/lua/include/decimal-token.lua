@@ -21,3 +21,16 @@ local function greater(a, b)
   end
   return false
 end
+
+-- The register at `key` as a decimal string: '0' when absent (nothing promised yet), nil when it holds anything
+-- but a token — then the node must not vote (CORRUPT), never treat it as 0.
+local function read_register(key)
+  local cur = redis.call('GET', key)
+  if cur == false then
+    return '0'
+  end
+  if is_token(cur) then
+    return cur
+  end
+  return nil
+end
