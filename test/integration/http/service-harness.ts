@@ -33,9 +33,6 @@ export async function startTestService(
     FENCED_PORT: '0',
     FENCED_LOG_LEVEL: 'info',
     FENCED_SHUTDOWN_GRACE_MS: '5000',
-    // The library's 50 ms per-node bound is for a quiet production network; on two cores shared with other
-    // test files a healthy node can miss it and an acquire fails with 503. These tests are not about latency.
-    FENCED_NODE_TIMEOUT_MS: '500',
     ...env,
   });
   const logger = createServiceLogger({
