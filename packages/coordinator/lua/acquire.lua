@@ -1,49 +1,66 @@
--- acquire.lua: one Redlock vote plus the folded-in token promise (DESIGN §2 and §3), in one round trip.
+-- acquire.lua: Redlock votes plus the folded-in token promises (DESIGN §2 and §3), for a batch of n >= 1
+-- acquires on this node in one round trip. The coordinator combines the acquires issued in the same turn of
+-- its event loop; each item is decided exactly as if it ran alone, in order.
 --
--- KEYS[1]  lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`
--- KEYS[2]  token register   `<prefix>:{<resource>}:token`, value `cur` as a decimal string (absent = 0)
--- KEYS[3]  incarnation key  `<prefix>:node:incarnation` (absent = this node restarted empty)
--- ARGV[1]  lease id (base64url, never contains '|')
--- ARGV[2]  ttl in milliseconds (integer)
--- ARGV[3]  proposed token t (canonical decimal string, 1 ..= 2^63-1)
+-- KEYS[1]      incarnation key  `<prefix>:node:incarnation` (absent = this node restarted empty)
+-- KEYS[2i]     lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
+-- KEYS[2i+1]   token register   `<prefix>:{<resource>}:token`, value `cur` as a decimal string (absent = 0)
+-- ARGV[3i-2]   lease id (base64url, never contains '|')
+-- ARGV[3i-1]   ttl in milliseconds (integer)
+-- ARGV[3i]     proposed token t (canonical decimal string, 1 ..= 2^63-1)
 --
--- Returns
---   {1, promised, cur}  GRANTED: the lease key now holds `<leaseId>|<t>` for ttl ms. promised is 1 when
---                       t > cur (cur is now t), 0 when refused (cur unchanged). cur is a decimal string.
---   {2, pttl, cur}      HELD: another lease holds the key; pttl is its remaining ttl in ms (-1: no expiry).
---   {3}                 NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
---   {4}                 CORRUPT: the token register does not hold a decimal token; this node must not vote.
+-- Returns an array of n replies, the i-th for the i-th acquire:
+--   {1, 1}          GRANTED and PROMISED: the lease key now holds `<leaseId>|<t>` for ttl ms and cur is now t
+--                   (the client knows t, so it is not sent back).
+--   {1, 0, cur}     GRANTED, promise REFUSED: t <= cur, cur unchanged (decimal string).
+--   {2, pttl, cur}  HELD: another lease holds the key; pttl is its remaining ttl in ms (-1: no expiry).
+--   {3}             NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
+--   {4}             CORRUPT: the token register does not hold a decimal token; this node must not vote.
+--   {7, message}    CALL_ERROR: this call raised a Redis error (see include/call-error.lua); no vote.
+-- An argument count that does not match KEYS is an error reply (a caller bug, never a vote).
 --
 -- Tokens are compared as decimal strings (length, then digit by digit): Lua numbers are doubles and lose
 -- precision above 2^53, so a token is never passed through tonumber.
 
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  return {3}
-end
-
 -- @include decimal-token
+-- @include call-error
 
-local cur = read_register(KEYS[2])
-if cur == nil then
-  return {4}
+local n = (#KEYS - 1) / 2
+if n < 1 or n % 1 ~= 0 or #ARGV ~= 3 * n then
+  return redis.error_reply('ERR fenced acquire: expected 1 + 2n keys and 3n arguments')
 end
 
-local value = redis.call('GET', KEYS[1])
-if value ~= false then
-  local sep = string.find(value, '|', 1, true)
-  local holder = sep and string.sub(value, 1, sep - 1) or value
-  -- Ownership check: a key holding our own id is a vote for us (an earlier attempt of this same acquire
-  -- reached this node), so retries never block themselves; any other value belongs to someone else.
-  if holder ~= ARGV[1] then
-    return {2, redis.call('PTTL', KEYS[1]), cur}
+local initialized = redis.call('EXISTS', KEYS[1]) == 1
+
+local function acquire_one(lease_key, token_key, lease_id, ttl, proposal)
+  if not initialized then
+    return {3}
   end
+  local cur = read_register(token_key)
+  if cur == nil then
+    return {4}
+  end
+  local value = redis.call('GET', lease_key)
+  if value ~= false then
+    local sep = string.find(value, '|', 1, true)
+    local holder = sep and string.sub(value, 1, sep - 1) or value
+    -- Ownership check: a key holding our own id is a vote for us (an earlier attempt of this same acquire
+    -- reached this node), so retries never block themselves; any other value belongs to someone else.
+    if holder ~= lease_id then
+      return {2, redis.call('PTTL', lease_key), cur}
+    end
+  end
+  redis.call('SET', lease_key, lease_id .. '|' .. proposal, 'PX', ttl)
+  if greater(proposal, cur) then
+    redis.call('SET', token_key, proposal)
+    return {1, 1}
+  end
+  return {1, 0, cur}
 end
 
-local promised = 0
-if greater(ARGV[3], cur) then
-  redis.call('SET', KEYS[2], ARGV[3])
-  cur = ARGV[3]
-  promised = 1
+local replies = {}
+for i = 1, n do
+  local ok, reply = pcall(acquire_one, KEYS[2 * i], KEYS[2 * i + 1], ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i])
+  replies[i] = ok and reply or call_error(reply)
 end
-redis.call('SET', KEYS[1], ARGV[1] .. '|' .. ARGV[3], 'PX', ARGV[2])
-return {1, promised, cur}
+return replies

@@ -1,26 +1,46 @@
--- release.lua: compare-and-delete (DESIGN §2.5), then wake the waiters (§2.7).
+-- release.lua: compare-and-delete (DESIGN §2.5), then wake the waiters (§2.7), for a batch of n >= 1 releases
+-- on this node in one round trip (the coordinator combines the releases issued in the same event-loop turn).
 --
--- KEYS[1]  lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`
--- ARGV[1]  lease id
--- ARGV[2]  pub/sub channel  `<prefix>:{<resource>}:released`
+-- KEYS[i]      lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
+-- ARGV[2i-1]   lease id
+-- ARGV[2i]     pub/sub channel  `<prefix>:{<resource>}:released`
 --
--- Returns
---   {1}  RELEASED: the key held ARGV[1]; it is deleted and a message was published on ARGV[2].
+-- Returns an array of n replies, the i-th for the i-th release:
+--   {1}  RELEASED: the key held the lease id; it is deleted and the lease id was published on the channel
+--        (waiters count one release once, however many nodes announce it).
 --   {2}  NOT_HELD: the key is absent (already expired or released) or holds another lease: nothing changed.
+--   {7, message}  CALL_ERROR: this call raised a Redis error (see include/call-error.lua).
+-- An argument count that does not match KEYS is an error reply (a caller bug).
 --
 -- Release does not check the incarnation key: deleting our own lease is always safe, and a node that
 -- restarted empty holds nothing of ours anyway.
 
-local value = redis.call('GET', KEYS[1])
-if value == false then
-  return {2}
+-- @include call-error
+
+local n = #KEYS
+if n < 1 or #ARGV ~= 2 * n then
+  return redis.error_reply('ERR fenced release: expected n keys and 2n arguments')
 end
-local sep = string.find(value, '|', 1, true)
-local holder = sep and string.sub(value, 1, sep - 1) or value
--- Ownership check: a late release must never delete a successor's lease (F11).
-if holder ~= ARGV[1] then
-  return {2}
+
+local function release_one(lease_key, lease_id, channel)
+  local value = redis.call('GET', lease_key)
+  if value == false then
+    return {2}
+  end
+  local sep = string.find(value, '|', 1, true)
+  local holder = sep and string.sub(value, 1, sep - 1) or value
+  -- Ownership check: a late release must never delete a successor's lease (F11).
+  if holder ~= lease_id then
+    return {2}
+  end
+  redis.call('DEL', lease_key)
+  redis.call('PUBLISH', channel, lease_id)
+  return {1}
 end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], '1')
-return {1}
+
+local replies = {}
+for i = 1, n do
+  local ok, reply = pcall(release_one, KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
+  replies[i] = ok and reply or call_error(reply)
+end
+return replies

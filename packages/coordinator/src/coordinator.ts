@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import {
@@ -22,6 +22,7 @@ import {
   type CoordinatorOptions,
   type CoordinatorSettings,
 } from './options.js';
+import { newLeaseId } from './lease-ids.js';
 import { incarnationKey, repairMarkerKey, resourceKeys, type ResourceKeys } from './redlock/keys.js';
 import { fanOut, maxAgainst, quorumOf, type NodeReply } from './redlock/quorum.js';
 import type { AcquireReply } from './redlock/script-results.js';
@@ -308,15 +309,17 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     this.throwIfClosed();
     const keys = resourceKeys(this.settings.keyPrefix, resource);
     // One id for every attempt of this acquire: a vote left by an earlier attempt is then a vote for us.
-    const leaseId = randomBytes(16).toString('base64url');
+    const leaseId = newLeaseId();
     const deadline = monotonicNow() + waitMs;
     let subscription: ReleaseSubscription | undefined;
+    let granted = false;
     try {
       for (;;) {
         let result = await this.attempt(resource, keys, leaseId, ttlMs);
         let unavailable: QuorumUnavailableError | undefined;
         switch (result.kind) {
           case 'granted':
+            granted = true;
             return result.lease;
           case 'unavailable':
             // A majority definitely unreachable (refused connections, non-voting nodes) fails fast; slow nodes
@@ -351,7 +354,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
           await sleep(Math.min(this.jitter(), Math.max(0, deadline - monotonicNow())));
       }
     } finally {
-      subscription?.close();
+      subscription?.close(granted);
     }
   }
 
@@ -368,11 +371,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     // for it is pointless; a generous nodeTimeoutMs therefore never outlasts a short lease.
     const usableMs = ttlMs - driftMs(ttlMs, this.settings.driftFactor) - this.settings.minValidityMs;
     const timeout = Math.max(1, Math.min(this.settings.nodeTimeoutMs, usableMs));
-    const inc = incarnationKey(this.settings.keyPrefix);
     const result = await fanOut(
-      this.votingCalls((node) =>
-        node.script('acquire', timeout, [keys.lease, keys.token, inc], [leaseId, ttlMs, guess.toString()]),
-      ),
+      this.votingCalls((node) => node.acquire(timeout, keys, leaseId, ttlMs, guess)),
       (reply) => reply.kind === 'granted',
     );
     this.noteAbstentions(result.replies);
@@ -382,12 +382,13 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     for (const reply of result.replies) {
       if (reply.state !== 'ok') continue;
       const value: AcquireReply = reply.value;
-      if (value.kind === 'granted' || value.kind === 'held') this.proposer.observe(resource, value.cur);
       if (value.kind === 'granted') {
         granted++;
         if (value.promised) promised++;
-      } else if (value.kind === 'held' && value.pttlMs >= 0) {
-        heldTtls.push(value.pttlMs);
+        this.proposer.observe(resource, value.promised ? guess : value.cur);
+      } else if (value.kind === 'held') {
+        this.proposer.observe(resource, value.cur);
+        if (value.pttlMs >= 0) heldTtls.push(value.pttlMs);
       }
     }
 
@@ -593,7 +594,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   private releaseEverywhere(keys: ResourceKeys, leaseId: string) {
     const timeout = this.settings.nodeTimeoutMs;
     return fanOut(
-      this.nodes.map((node) => () => node.script('release', timeout, [keys.lease], [leaseId, keys.channel])),
+      this.nodes.map((node) => () => node.release(timeout, keys, leaseId)),
       () => true,
     );
   }
@@ -604,9 +605,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    */
   private async releaseAttempt(keys: ResourceKeys, leaseId: string): Promise<void> {
     const timeout = this.settings.nodeTimeoutMs;
-    await Promise.allSettled(
-      this.nodes.map((node) => node.script('release', timeout, [keys.lease], [leaseId, keys.channel])),
-    );
+    await Promise.allSettled(this.nodes.map((node) => node.release(timeout, keys, leaseId)));
   }
 
   private releaseInBackground(keys: ResourceKeys, leaseId: string): void {

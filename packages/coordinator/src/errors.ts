@@ -12,6 +12,20 @@ export class MalformedReplyError extends FencedError {
   }
 }
 
+/**
+ * A node answered one call of a batch with a Redis error (a key of the wrong type, out of memory, ...): that
+ * call failed on that node and its vote counts against; the other calls of the batch are unaffected.
+ */
+export class NodeCallError extends FencedError {
+  override readonly name = 'NodeCallError';
+  constructor(
+    readonly script: string,
+    readonly redisError: string,
+  ) {
+    super(ErrorCode.QUORUM_UNAVAILABLE, `the ${script} script failed on this node: ${redisError}`);
+  }
+}
+
 /** A node did not answer within `nodeTimeoutMs`. Its vote counts against; the call may still take effect. */
 export class NodeTimeoutError extends FencedError {
   override readonly name = 'NodeTimeoutError';

@@ -2,14 +2,32 @@ import type { Redis } from 'ioredis';
 import { withTimeout, type NodeConnection, type NodeErrorSink } from './nodes/node-connection.js';
 import { quorumOf } from './redlock/quorum.js';
 
+/** The waiters of one channel, in arrival order, and which of them the latest release was handed to. */
+interface ChannelWaiters {
+  readonly set: Set<ReleaseSubscription>;
+  readonly ready: Promise<unknown>;
+  /** The lease id of the latest release heard (each node that releases it publishes it once). */
+  announced?: string;
+  /** The waiter that release went to. */
+  target?: ReleaseSubscription;
+}
+
 /**
- * Wakes waiting acquires when a lease is released (DESIGN §2.7): the release script PUBLISHes on the
- * resource's channel, and one lazily created subscriber connection per node delivers it. Subscriptions are
- * reference-counted per channel, so a thousand waiters on one resource cost one SUBSCRIBE per node.
+ * Wakes waiting acquires when a lease is released (DESIGN §2.7): the release script PUBLISHes the released
+ * lease id on the resource's channel, and one lazily created subscriber connection per node delivers it.
+ * Subscriptions are reference-counted per channel, so a thousand waiters on one resource cost one SUBSCRIBE per
+ * node.
+ *
+ * One release wakes one waiter per process — the one waiting longest — not all of them: only one can win, and
+ * waking K waiters for it would send K acquires to every node, K − 1 of them bound to fail (and, racing one
+ * another, possibly all of them: a split vote). The other nodes' messages for the same lease go to the same
+ * waiter, so an attempt that raced ahead of the release on some nodes retries when they confirm it. A waiter
+ * that leaves without the lease (its wait ran out, or another process won) passes the release it was handed to the next. Waiters in other
+ * processes are woken by their own process; every waiter keeps its timed fallback.
  */
 export class ReleaseNotifier {
   private readonly subscribers = new Map<number, Redis>();
-  private readonly waiters = new Map<string, { set: Set<ReleaseSubscription>; ready: Promise<unknown> }>();
+  private readonly waiters = new Map<string, ChannelWaiters>();
   private closed = false;
 
   constructor(
@@ -24,7 +42,9 @@ export class ReleaseNotifier {
    * costs the timed fallback). Release messages published after enough confirmations are not missed.
    */
   async subscribe(channel: string, maxWaitMs: number): Promise<ReleaseSubscription> {
-    const subscription = new ReleaseSubscription(() => this.unsubscribe(channel, subscription));
+    const subscription = new ReleaseSubscription((granted) =>
+      this.unsubscribe(channel, subscription, granted),
+    );
     let entry = this.waiters.get(channel);
     if (entry === undefined) {
       entry = { set: new Set(), ready: this.closed ? Promise.resolve() : this.subscribeEverywhere(channel) };
@@ -57,9 +77,14 @@ export class ReleaseNotifier {
     });
   }
 
-  private unsubscribe(channel: string, subscription: ReleaseSubscription): void {
-    const set = this.waiters.get(channel)?.set;
-    if (set === undefined || !set.delete(subscription) || set.size > 0) return;
+  private unsubscribe(channel: string, subscription: ReleaseSubscription, granted: boolean): void {
+    const entry = this.waiters.get(channel);
+    if (entry === undefined || !entry.set.delete(subscription)) return;
+    if (entry.target === subscription) {
+      entry.target = undefined;
+      if (!granted) this.handOver(entry);
+    }
+    if (entry.set.size > 0) return;
     this.waiters.delete(channel);
     for (const subscriber of this.subscribers.values()) {
       subscriber.unsubscribe(channel).catch(() => undefined);
@@ -92,14 +117,29 @@ export class ReleaseNotifier {
         connectedBefore = true;
       });
       connection.on('error', (error: unknown) => this.reportError(node.index, 'subscriber', error));
-      connection.on('message', (channel: string) => this.dispatch(channel));
+      connection.on('message', (channel: string, message: string) => this.dispatch(channel, message));
       this.subscribers.set(node.index, subscriber);
     }
     return subscriber;
   }
 
-  private dispatch(channel: string): void {
-    for (const subscription of this.waiters.get(channel)?.set ?? []) subscription.notify();
+  private dispatch(channel: string, leaseId: string): void {
+    const entry = this.waiters.get(channel);
+    if (entry === undefined) return;
+    if (entry.announced === leaseId && entry.target !== undefined) {
+      // Another node confirming the same release: tell the same waiter (a retry if its attempt came too early).
+      entry.target.notify();
+      return;
+    }
+    entry.announced = leaseId;
+    this.handOver(entry);
+  }
+
+  /** Gives the latest release to the waiter that has waited longest. */
+  private handOver(entry: ChannelWaiters): void {
+    const [first] = entry.set;
+    entry.target = first;
+    first?.notify();
   }
 
   async close(): Promise<void> {
@@ -120,7 +160,8 @@ export class ReleaseSubscription {
   private pending = false;
   private wake: (() => void) | undefined;
 
-  constructor(private readonly onClose: () => void) {}
+  /** @param onClose told whether the waiter leaves with a lease (else a release handed to it goes to the next). */
+  constructor(private readonly onClose: (granted: boolean) => void) {}
 
   notify(): void {
     this.pending = true;
@@ -154,8 +195,9 @@ export class ReleaseSubscription {
     });
   }
 
-  close(): void {
+  /** Ends the interest; `granted` says whether the waiter got the lease. */
+  close(granted: boolean): void {
     this.wake?.();
-    this.onClose();
+    this.onClose(granted);
   }
 }

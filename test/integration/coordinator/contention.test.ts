@@ -86,6 +86,45 @@ describe('contention', () => {
     }
   });
 
+  it('hands each release to one waiter of the process, the longest waiting, and passes it on in order', async () => {
+    const resource = unique('wake-one');
+    // A fallback far beyond the test: every grant below comes from a release message.
+    const client = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 1_000, retryDelayMs: 60_000 });
+    const heldChecks = async (): Promise<number> => {
+      const stats = await Promise.all(raw.map((r) => r.info('commandstats')));
+      return stats.reduce((sum, s) => sum + Number(/cmdstat_pttl:calls=(\d+)/.exec(s)?.[1] ?? 0), 0);
+    };
+    const order: number[] = [];
+    const waiters: Promise<unknown>[] = [];
+    try {
+      // The holder shares the waiters' connections, so every node sees its release before their next acquire:
+      // an attempt that then finds the lease held was woken for a release that was not its own.
+      const holder = await client.acquire(resource, { ttlMs: 30_000 });
+      const leases = Array.from({ length: 4 }, async (_, i) => {
+        await sleep(150 * i); // arrive one after another
+        const lease = await client.acquire(resource, { ttlMs: 30_000, waitMs: 30_000 });
+        order.push(i);
+        return lease;
+      });
+      waiters.push(...leases.map((p) => p.catch(() => undefined)));
+      await sleep(900); // every waiter has failed its first attempts and subscribed
+      const before = await heldChecks();
+      await holder.release();
+      const first = await leases[0]!;
+      await sleep(300); // room for any other waiter to be woken, attempt and find the lease held
+      // An attempt that finds the lease held asks each node for its ttl (PTTL): none did, so no other waiter
+      // was woken by this release.
+      expect(await heldChecks()).toBe(before);
+      expect(order).toEqual([0]);
+      await first.release();
+      for (const lease of leases.slice(1)) await (await lease).release();
+      expect(order).toEqual([0, 1, 2, 3]);
+    } finally {
+      await client.close();
+      await Promise.all(waiters);
+    }
+  });
+
   it('grants despite foreign keys on a minority of nodes, and refuses with them on a majority', async () => {
     const minority = unique('foreign-minority');
     await Promise.all(raw.slice(0, 2).map((r) => r.set(leaseKey(minority), 'someone-else|1', 'PX', 30_000)));
@@ -122,18 +161,17 @@ describe('contention', () => {
     // those keys as its own votes, not as another holder.
     const resource = unique('own-id');
     const client = raw[0]!;
-    const { defineScripts, runScript } = await import('../../../packages/coordinator/src/redlock/scripts.js');
-    defineScripts(client);
+    const { runScript } = await import('../../../packages/coordinator/src/redlock/scripts.js');
     await client.set(leaseKey(resource), 'attempt-id-0123456789|5', 'PX', 30_000);
-    const keys = [leaseKey(resource), `fenced:{${resource}}:token`, 'fenced:node:incarnation'];
+    const keys = ['fenced:node:incarnation', leaseKey(resource), `fenced:{${resource}}:token`];
     const mine = await runScript(client, 'acquire', keys, ['attempt-id-0123456789', 5_000, '100']);
-    expect(mine).toEqual([1, 1, '100']);
-    const theirs = (await runScript(client, 'acquire', keys, [
+    expect(mine).toEqual([[1, 1]]);
+    const [theirs] = (await runScript(client, 'acquire', keys, [
       'other-id-0123456789ab',
       5_000,
       '101',
-    ])) as unknown[];
-    expect(theirs[0]).toBe(2);
+    ])) as unknown[][];
+    expect(theirs![0]).toBe(2);
     await client.del(leaseKey(resource));
   });
 });

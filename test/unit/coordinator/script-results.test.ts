@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { MalformedReplyError } from '@fenced/coordinator';
+import { MalformedReplyError, NodeCallError } from '@fenced/coordinator';
 import {
   interpretReply,
+  splitBatchReply,
   SCRIPT_CODES,
   ScriptCode,
   type ScriptName,
@@ -15,10 +16,10 @@ import {
 
 /** A well-formed sample reply for every (script, code) pair the contracts allow. */
 const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
-  acquire: { 1: [1, 1, '42'], 2: [2, 1500, '9223372036854775807'], 3: [3], 4: [4] },
+  acquire: { 1: [1, 0, '42'], 2: [2, 1500, '9223372036854775807'], 3: [3], 4: [4], 7: [7, 'ERR x'] },
   promise: { 1: [1, '43'], 5: [5, '44'], 3: [3], 4: [4] },
   extend: { 1: [1, '42'], 2: [2], 3: [3] },
-  release: { 1: [1], 2: [2] },
+  release: { 1: [1], 2: [2], 7: [7, 'ERR x'] },
   inspect: { 1: [1, 1, '42'], 3: [3] },
   'repair-token': { 1: [1, '42'], 4: [4], 6: [6] },
   'finish-repair': { 1: [1], 6: [6] },
@@ -38,7 +39,7 @@ describe('script result codes', () => {
       const lua = readFileSync(scriptUrl(name), 'utf8');
       const header = lua.slice(0, lua.indexOf('\n\n'));
       expect(header, name).toMatch(/^-- /);
-      expect(lua, name).toMatch(/-- KEYS\[1\]/);
+      expect(lua, name).toMatch(/-- KEYS\[/);
       expect(lua, name).toMatch(/-- Returns/);
     }
   });
@@ -58,7 +59,12 @@ describe('script result codes', () => {
       for (const code of SCRIPT_CODES[name]) {
         const sample = SAMPLES[name][code];
         expect(sample, `${name} code ${code}`).toBeDefined();
-        expect(() => interpretReply(name, sample), `${name} code ${code}`).not.toThrow();
+        if (code === ScriptCode.CALL_ERROR) {
+          // One call of a batch failed on the node: it surfaces as that call's error, never as a result.
+          expect(() => interpretReply(name, sample), `${name} code ${code}`).toThrow(NodeCallError);
+        } else {
+          expect(() => interpretReply(name, sample), `${name} code ${code}`).not.toThrow();
+        }
       }
     }
   });
@@ -69,6 +75,8 @@ describe('script result codes', () => {
       promised: false,
       cur: 9_007_199_254_740_993n,
     });
+    // A promised grant does not echo the register: it holds the proposal the caller sent.
+    expect(interpretReply('acquire', [1, 1])).toEqual({ kind: 'granted', promised: true });
     expect(interpretReply('acquire', [2, -1, '0'])).toEqual({ kind: 'held', pttlMs: -1, cur: 0n });
     expect(interpretReply('extend', [1, ''])).toEqual({ kind: 'extended', token: null });
     expect(interpretReply('inspect', [1, 0, ''])).toEqual({ kind: 'view', held: false, token: null });
@@ -81,20 +89,30 @@ describe('script result codes', () => {
       ['acquire', 'OK'],
       ['acquire', []],
       ['acquire', [9]],
-      ['acquire', [ScriptCode.OK, 1]],
+      ['acquire', [ScriptCode.OK, 0]],
+      ['acquire', [ScriptCode.OK, 1, '5']],
       ['acquire', [ScriptCode.OK, 2, '5']],
-      ['acquire', [ScriptCode.OK, 1, 5]],
-      ['acquire', [ScriptCode.OK, 1, '05']],
-      ['acquire', [ScriptCode.OK, 1, '9223372036854775808']],
+      ['acquire', [ScriptCode.OK, 0, 5]],
+      ['acquire', [ScriptCode.OK, 0, '05']],
+      ['acquire', [ScriptCode.OK, 0, '9223372036854775808']],
       ['acquire', [ScriptCode.HELD, 'soon', '5']],
       ['acquire', [ScriptCode.NOT_INITIALIZED, 'extra']],
       ['promise', [ScriptCode.HELD]],
       ['release', [ScriptCode.REFUSED]],
+      ['release', [ScriptCode.CALL_ERROR]],
+      ['release', [ScriptCode.CALL_ERROR, 'ERR x', 'extra']],
       ['extend', [ScriptCode.OK, '-1']],
       ['inspect', [ScriptCode.OK, 1]],
     ];
     for (const [name, reply] of malformed) {
       expect(() => interpretReply(name, reply), JSON.stringify(reply)).toThrow(MalformedReplyError);
+    }
+  });
+
+  it('splits a batch reply into one reply per call, and refuses any other shape', () => {
+    expect(splitBatchReply('release', [[1], [2]], 2)).toEqual([[1], [2]]);
+    for (const reply of [null, 'OK', [[1]], [[1], [1], [1]], {}]) {
+      expect(() => splitBatchReply('release', reply, 2), JSON.stringify(reply)).toThrow(MalformedReplyError);
     }
   });
 });

@@ -1,8 +1,16 @@
 import { Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';
 import { NodeTimeoutError } from '../errors.js';
-import { interpretReply, type ScriptName, type ScriptReplies } from '../redlock/script-results.js';
-import { defineScripts, runScript } from '../redlock/scripts.js';
+import {
+  interpretReply,
+  type AcquireReply,
+  type BatchScriptName,
+  type ReleaseReply,
+  type ScriptName,
+  type ScriptReplies,
+} from '../redlock/script-results.js';
+import { runScript } from '../redlock/scripts.js';
+import { ScriptBatcher } from './script-batcher.js';
 import { resourceKeyPattern, incarnationKey } from '../redlock/keys.js';
 import {
   configProblems,
@@ -61,6 +69,9 @@ export class NodeConnection {
   /** Set while a repair runs; shown in `nodeStatus().problems`. */
   repairStatus: string | undefined;
 
+  private readonly acquires: ScriptBatcher<'acquire'>;
+  private readonly releases: ScriptBatcher<'release'>;
+
   constructor(
     readonly index: number,
     node: string | Redis,
@@ -105,7 +116,8 @@ export class NodeConnection {
         `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
       );
     }
-    defineScripts(this.client);
+    this.acquires = this.batcher('acquire', [incarnationKey(prefix)]);
+    this.releases = this.batcher('release', []);
     if (this.owned) {
       // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
       this.client.on('error', (error: unknown) => this.reportError(this.index, 'connection', error));
@@ -129,8 +141,41 @@ export class NodeConnection {
     }
   }
 
+  /**
+   * One acquire vote (acquire.lua), batched with the other acquires of this event-loop turn. Bounded by
+   * `timeoutMs`; failures are reported as nodeError events and rethrown.
+   */
+  acquire(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly token: string },
+    leaseId: string,
+    ttlMs: number,
+    proposal: bigint,
+  ): Promise<AcquireReply> {
+    return this.acquires.call(timeoutMs, [keys.lease, keys.token], [leaseId, ttlMs, proposal.toString()]);
+  }
+
+  /** One compare-and-delete (release.lua), batched with the other releases of this event-loop turn. */
+  release(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly channel: string },
+    leaseId: string,
+  ): Promise<ReleaseReply> {
+    return this.releases.call(timeoutMs, [keys.lease], [leaseId, keys.channel]);
+  }
+
+  private batcher<S extends BatchScriptName>(name: S, sharedKeys: readonly string[]): ScriptBatcher<S> {
+    return new ScriptBatcher(
+      name,
+      sharedKeys,
+      (keys, args) => runScript(this.client, name, keys, args),
+      `node ${this.index} ${name}`,
+      (error) => this.reportError(this.index, name, error),
+    );
+  }
+
   /** Runs a script and maps its reply (a malformed reply is a MalformedReplyError, reported like any failure). */
-  script<S extends ScriptName>(
+  script<S extends Exclude<ScriptName, BatchScriptName>>(
     name: S,
     timeoutMs: number,
     keys: readonly string[],

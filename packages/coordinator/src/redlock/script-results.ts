@@ -1,5 +1,5 @@
 import { MAX_TOKEN } from '@fenced/shared';
-import { MalformedReplyError } from '../errors.js';
+import { MalformedReplyError, NodeCallError } from '../errors.js';
 
 /**
  * The small integer codes the Lua scripts return (see the contract block at the top of each lua/*.lua).
@@ -13,6 +13,8 @@ export const ScriptCode = {
   CORRUPT: 4,
   REFUSED: 5,
   NO_REPAIR_MARKER: 6,
+  /** One call of a batch raised a Redis error; `{7, message}`. Thrown as NodeCallError, never returned. */
+  CALL_ERROR: 7,
 } as const;
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
 
@@ -21,10 +23,16 @@ export type ScriptName =
 
 /** The codes each script may return. */
 export const SCRIPT_CODES = {
-  acquire: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
+  acquire: [
+    ScriptCode.OK,
+    ScriptCode.HELD,
+    ScriptCode.NOT_INITIALIZED,
+    ScriptCode.CORRUPT,
+    ScriptCode.CALL_ERROR,
+  ],
   promise: [ScriptCode.OK, ScriptCode.REFUSED, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   extend: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED],
-  release: [ScriptCode.OK, ScriptCode.HELD],
+  release: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.CALL_ERROR],
   inspect: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
   'repair-token': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
@@ -34,7 +42,9 @@ export const SCRIPT_CODES = {
 export type Abstain = { readonly kind: 'not-initialized' } | { readonly kind: 'corrupt' };
 
 export type AcquireReply =
-  | { readonly kind: 'granted'; readonly promised: boolean; readonly cur: bigint }
+  /** The register now holds the proposal, which the caller knows, so the node does not send it back. */
+  | { readonly kind: 'granted'; readonly promised: true }
+  | { readonly kind: 'granted'; readonly promised: false; readonly cur: bigint }
   | { readonly kind: 'held'; readonly pttlMs: number; readonly cur: bigint }
   | Abstain;
 export type PromiseReply =
@@ -77,13 +87,17 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
   acquire: (r) => {
     switch (r.code(SCRIPT_CODES.acquire)) {
       case ScriptCode.OK:
-        return r.done({ kind: 'granted', promised: r.flag(1), cur: r.register(2) });
+        return r.flag(1)
+          ? r.done({ kind: 'granted', promised: true })
+          : r.done({ kind: 'granted', promised: false, cur: r.register(2) });
       case ScriptCode.HELD:
         return r.done({ kind: 'held', pttlMs: r.integer(1), cur: r.register(2) });
       case ScriptCode.NOT_INITIALIZED:
         return r.done({ kind: 'not-initialized' });
       case ScriptCode.CORRUPT:
         return r.done({ kind: 'corrupt' });
+      case ScriptCode.CALL_ERROR:
+        throw r.callError();
     }
   },
   promise: (r) => {
@@ -114,6 +128,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'released' });
       case ScriptCode.HELD:
         return r.done({ kind: 'not-held' });
+      case ScriptCode.CALL_ERROR:
+        throw r.callError();
     }
   },
   inspect: (r) => {
@@ -143,6 +159,24 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
     }
   },
 };
+
+/** The scripts that take a batch of calls and answer with one reply per call. */
+export type BatchScriptName = 'acquire' | 'release';
+
+/**
+ * Splits a batch script's reply into its per-call replies (each still raw, for {@link interpretReply}).
+ * @throws MalformedReplyError when the reply is not an array of exactly `count` entries.
+ */
+export function splitBatchReply(script: BatchScriptName, reply: unknown, count: number): readonly unknown[] {
+  if (!Array.isArray(reply) || reply.length !== count) {
+    throw new MalformedReplyError(
+      script,
+      reply,
+      `expected an array of ${count} replies, one per batched call`,
+    );
+  }
+  return reply as unknown[];
+}
 
 const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
 
@@ -205,6 +239,14 @@ class ReplyReader {
     if (value === '') return null;
     const token = this.register(index);
     return token === 0n ? null : token;
+  }
+
+  /** A `{7, message}` reply: the node's error for this one call. */
+  callError(): NodeCallError {
+    const message = this.at(1);
+    if (typeof message !== 'string') throw this.malformed('field 1 must be an error message');
+    this.done(undefined);
+    return new NodeCallError(this.script, message);
   }
 
   done<T>(result: T): T {

@@ -1,24 +1,23 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { ScriptName } from './script-results.js';
 
-interface ScriptDefinition {
-  /** The ioredis command name it is registered under (prefixed so it cannot clash with the caller's). */
-  readonly command: string;
-  readonly numberOfKeys: number;
-}
-
-export const SCRIPT_DEFINITIONS: { readonly [S in ScriptName]: ScriptDefinition } = {
-  acquire: { command: 'fencedAcquire', numberOfKeys: 3 },
-  promise: { command: 'fencedPromise', numberOfKeys: 3 },
-  extend: { command: 'fencedExtend', numberOfKeys: 2 },
-  release: { command: 'fencedRelease', numberOfKeys: 1 },
-  inspect: { command: 'fencedInspect', numberOfKeys: 2 },
-  'repair-token': { command: 'fencedRepairToken', numberOfKeys: 2 },
-  'finish-repair': { command: 'fencedFinishRepair', numberOfKeys: 2 },
+/**
+ * How many keys each script takes. `acquire` and `release` take a batch (see their contract blocks): the
+ * number of keys follows from the batch size, so they have no fixed count.
+ */
+export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' } = {
+  acquire: 'batch',
+  promise: 3,
+  extend: 2,
+  release: 'batch',
+  inspect: 2,
+  'repair-token': 2,
+  'finish-repair': 2,
 };
 
-export const SCRIPT_NAMES = Object.keys(SCRIPT_DEFINITIONS) as ScriptName[];
+export const SCRIPT_NAMES = Object.keys(SCRIPT_KEY_COUNTS) as ScriptName[];
 
 /** `lua/` sits next to both `src/` and `dist/`, two levels above this file in either. */
 export function scriptUrl(name: ScriptName): URL {
@@ -37,37 +36,47 @@ export function loadScriptSource(name: ScriptName): string {
   );
 }
 
-let sources: Map<ScriptName, string> | undefined;
+interface LoadedScript {
+  readonly source: string;
+  /** SHA1 of the source: the name EVALSHA runs it by once the node has it cached. */
+  readonly sha: string;
+}
 
-/** The Lua source of every script, includes expanded, read once. */
-export function scriptSources(): ReadonlyMap<ScriptName, string> {
-  sources ??= new Map(SCRIPT_NAMES.map((name) => [name, loadScriptSource(name)]));
-  return sources;
+let loaded: Map<ScriptName, LoadedScript> | undefined;
+
+/** Every script's source (includes expanded) and SHA1, read once. */
+function scripts(): ReadonlyMap<ScriptName, LoadedScript> {
+  loaded ??= new Map(
+    SCRIPT_NAMES.map((name) => {
+      const source = loadScriptSource(name);
+      return [name, { source, sha: createHash('sha1').update(source).digest('hex') }];
+    }),
+  );
+  return loaded;
 }
 
 /**
- * Registers every script on a client with `defineCommand`: ioredis then sends EVALSHA and falls back to EVAL
- * when the node answers NOSCRIPT (after a restart, for instance).
+ * Runs a script by its SHA1 (EVALSHA); when the node does not have it cached (NOSCRIPT: first use, or a
+ * restart) it runs the source with EVAL, which also caches it for the next call. The reply is raw and must go
+ * through `interpretReply` (or `splitBatchReply` for the batch scripts).
  */
-export function defineScripts(client: Redis): void {
-  for (const [name, lua] of scriptSources()) {
-    const { command, numberOfKeys } = SCRIPT_DEFINITIONS[name];
-    client.defineCommand(command, { numberOfKeys, lua });
-  }
-}
-
-/** Runs a registered script; the reply is raw and must go through `interpretReply`. */
-export function runScript(
+export async function runScript(
   client: Redis,
   name: ScriptName,
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  const { command, numberOfKeys } = SCRIPT_DEFINITIONS[name];
-  if (keys.length !== numberOfKeys) {
-    throw new Error(`${name} takes ${numberOfKeys} keys, got ${keys.length}`);
+  const expected = SCRIPT_KEY_COUNTS[name];
+  if (expected === 'batch' ? keys.length === 0 : keys.length !== expected) {
+    throw new Error(
+      `${name} takes ${expected === 'batch' ? 'at least one' : expected} keys, got ${keys.length}`,
+    );
   }
-  const fn: unknown = Reflect.get(client, command);
-  if (typeof fn !== 'function') throw new Error(`script ${name} is not registered on this client`);
-  return (fn as (...a: (string | number)[]) => Promise<unknown>).apply(client, [...keys, ...args]);
+  const script = scripts().get(name)!;
+  try {
+    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+    return client.eval(script.source, keys.length, ...keys, ...args);
+  }
 }
