@@ -34,6 +34,11 @@ export interface LockLibrary {
   acquire(resource: string, ttlMs: number): Promise<HeldLock>;
   /** Acquire that waits up to `waitMs` while another holder has the resource, by the library's own mechanism. */
   acquireWaiting(resource: string, ttlMs: number, waitMs: number): Promise<HeldLock>;
+  /**
+   * The same wait from a second client instance with its own connections, as another process would wait (for
+   * libraries whose waiting depends on sharing the holder's instance; the polling peers do not).
+   */
+  acquireWaitingElsewhere?(resource: string, ttlMs: number, waitMs: number): Promise<HeldLock>;
   close(): Promise<void>;
 }
 
@@ -94,9 +99,12 @@ export function fencedCoordinatorOptions(
 /** fenced: the Coordinator (retryDelayMs 100 + 0..50 jitter as the fallback of its pub/sub wake-ups). */
 async function createFenced(urls: readonly string[], bench: FencedBenchOptions): Promise<LockLibrary> {
   const coordinator = new Coordinator(fencedCoordinatorOptions(urls, bench));
+  // A second coordinator for waiters in "another process": its own connections and its own waiter queue.
+  const elsewhere = new Coordinator(fencedCoordinatorOptions(urls, bench));
   // Node errors never fail a benchmark by themselves; an acquire that cannot get a majority throws.
   coordinator.on('nodeError', () => undefined);
-  await coordinator.ready();
+  elsewhere.on('nodeError', () => undefined);
+  await Promise.all([coordinator.ready(), elsewhere.ready()]);
   const settings = coordinator.settings;
   return {
     name: 'fenced',
@@ -113,7 +121,10 @@ async function createFenced(urls: readonly string[], bench: FencedBenchOptions):
     waitStrategy: `pub/sub wake-up on release (fallback timer: holder's remaining ttl, or ${settings.retryDelayMs} ms + 0..${settings.retryJitterMs} ms)`,
     acquire: (resource, ttlMs) => coordinator.acquire(resource, { ttlMs }),
     acquireWaiting: (resource, ttlMs, waitMs) => coordinator.acquire(resource, { ttlMs, waitMs }),
-    close: () => coordinator.close(),
+    acquireWaitingElsewhere: (resource, ttlMs, waitMs) => elsewhere.acquire(resource, { ttlMs, waitMs }),
+    close: async () => {
+      await Promise.all([coordinator.close(), elsewhere.close()]);
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import type { BenchResults } from './bench-results.js';
 import { LIBRARY_NAMES } from './lock-library.js';
+import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
 
 /**
  * The generated parts of docs/benchmarks.md sit between markers named after a section (`results` for the full
@@ -62,13 +63,18 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   }
   if (r.handoff !== undefined) {
     for (const [waiters, cells] of Object.entries(r.handoff.byWaiters)) {
-      const ho = cells.fenced;
-      if (ho === undefined) continue;
-      checks.push({
-        target: `hand-off p50 < 2 ms (${waiters} waiter${waiters === '1' ? '' : 's'})`,
-        measured: `${num(ho.gap.p50, 2)} ms`,
-        met: Number.isFinite(ho.gap.p50) ? ho.gap.p50 < 2 : undefined,
-      });
+      for (const [key, where] of [
+        ['fenced', "waiters in the holder's process"],
+        [FENCED_ELSEWHERE, 'waiters in another process'],
+      ] as const) {
+        const ho = cells[key];
+        if (ho === undefined) continue;
+        checks.push({
+          target: `hand-off p50 < 2 ms (${waiters} waiter${waiters === '1' ? '' : 's'}, ${where})`,
+          measured: `${num(ho.gap.p50, 2)} ms`,
+          met: Number.isFinite(ho.gap.p50) ? ho.gap.p50 < 2 : undefined,
+        });
+      }
     }
   }
   if (r.guarded !== undefined) {
@@ -226,7 +232,7 @@ export function renderMarkdown(results: BenchResults): string {
       table(
         ['K', 'library', 'waits by', 'p50', 'p99', 'max', 'fenced ÷ library (p50)'],
         Object.entries(handoff.byWaiters).flatMap(([waiters, cells]) =>
-          LIBRARY_NAMES.filter((n) => cells[n] !== undefined).map((n) => {
+          Object.keys(cells).map((n) => {
             const cell = cells[n]!;
             return [
               waiters,
@@ -235,7 +241,7 @@ export function renderMarkdown(results: BenchResults): string {
               num(cell.gap.p50, 2),
               num(cell.gap.p99, 2),
               num(cell.gapPooled.max, 2),
-              n === 'fenced' ? '' : ratio(cells.fenced?.gap.p50, cell.gap.p50),
+              n === 'fenced' || n === FENCED_ELSEWHERE ? '' : ratio(cells.fenced?.gap.p50, cell.gap.p50),
             ];
           }),
         ),

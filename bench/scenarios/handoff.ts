@@ -3,6 +3,12 @@ import type { HeldLock, LockLibrary } from '../lock-library.js';
 import { interleave, sleep, type RunState } from '../runner.js';
 import { medianSummary, summarizeLatencies, type LatencySummary } from '../statistics.js';
 
+/**
+ * The row key of the fenced waiters that use a second coordinator (own connections, own waiter queue), as
+ * waiters in another process would: they hear the release from the nodes' messages, a round trip after it.
+ */
+export const FENCED_ELSEWHERE = 'fenced, waiters in another process';
+
 export interface HandoffCell {
   /** How the library waits (pub/sub or a polling interval), as configured. */
   waitStrategy: string;
@@ -18,7 +24,7 @@ export interface HandoffResult {
   unit: 'milliseconds from the release call to the next holder being granted';
   handoffsPerRun: number;
   holdMs: number;
-  /** waiter count → library → cell */
+  /** waiter count → library (and {@link FENCED_ELSEWHERE}) → cell */
   byWaiters: Record<string, Record<string, HandoffCell>>;
 }
 
@@ -34,7 +40,27 @@ export async function runHandoff(
   plan: BenchPlan['handoff'],
   state: RunState,
 ): Promise<HandoffResult> {
-  const round = async (library: LockLibrary, resource: string, waiters: number): Promise<number[]> => {
+  /** What is measured: each library's own wait, plus fenced's from a second coordinator. */
+  interface Variant {
+    readonly key: string;
+    readonly library: LockLibrary;
+    readonly name: string;
+    readonly acquireWaiting: LockLibrary['acquireWaiting'];
+  }
+  const variants: Variant[] = libraries.flatMap((library) => {
+    const own: Variant = {
+      key: library.name,
+      library,
+      name: library.name,
+      acquireWaiting: (r, t, w) => library.acquireWaiting(r, t, w),
+    };
+    const elsewhere = library.acquireWaitingElsewhere?.bind(library);
+    return elsewhere === undefined
+      ? [own]
+      : [own, { key: FENCED_ELSEWHERE, library, name: FENCED_ELSEWHERE, acquireWaiting: elsewhere }];
+  });
+  const round = async (variant: Variant, resource: string, waiters: number): Promise<number[]> => {
+    const library = variant.library;
     const gaps: number[] = [];
     let releasedAt = Number.NaN;
     const releaseRecorded = async (held: HeldLock): Promise<void> => {
@@ -49,7 +75,7 @@ export async function runHandoff(
     const waiting = Array.from({ length: waiters }, async () => {
       let held: HeldLock;
       try {
-        held = await library.acquireWaiting(resource, plan.ttlMs, plan.waitMs);
+        held = await variant.acquireWaiting(resource, plan.ttlMs, plan.waitMs);
       } catch (error) {
         state.failures.record('handoff', library.name, error);
         return false;
@@ -68,28 +94,31 @@ export async function runHandoff(
   const byWaiters: HandoffResult['byWaiters'] = {};
   for (const waiters of plan.waiterCounts) {
     const rounds = Math.ceil(plan.handoffsPerRun / waiters);
-    const measure = async (library: LockLibrary, tag: string, roundCount: number) => {
+    const measure = async (variant: Variant, tag: string, roundCount: number) => {
       const gaps: number[] = [];
       for (let r = 0; r < roundCount; r++) {
-        state.progress.update(`handoff k=${waiters} ${library.name} ${tag} round ${r + 1}/${roundCount}`);
+        state.progress.update(`handoff k=${waiters} ${variant.name} ${tag} round ${r + 1}/${roundCount}`);
         try {
-          gaps.push(...(await round(library, `ho:k${waiters}:${tag}:${r}`, waiters)));
+          gaps.push(...(await round(variant, `ho:k${waiters}:${variant.name}:${tag}:${r}`, waiters)));
         } catch (error) {
-          state.failures.record('handoff', library.name, error);
+          state.failures.record('handoff', variant.library.name, error);
         }
       }
       return { gaps, errors: roundCount * waiters - gaps.length };
     };
-    for (const library of libraries) await measure(library, 'warmup', 1);
-    const results = await interleave(libraries, state.runs, (library, run) =>
-      measure(library, `r${run}`, rounds),
+    for (const variant of variants) await measure(variant, 'warmup', 1);
+    const results = await interleave(variants, state.runs, (variant, run) =>
+      measure(variant, `r${run}`, rounds),
     );
     const byLibrary: Record<string, HandoffCell> = {};
-    for (const library of libraries) {
-      const runs = results.get(library.name)!;
+    for (const variant of variants) {
+      const runs = results.get(variant.name)!;
       const gapRuns = runs.map((r) => summarizeLatencies(r.gaps));
-      byLibrary[library.name] = {
-        waitStrategy: library.waitStrategy,
+      byLibrary[variant.key] = {
+        waitStrategy:
+          variant.key === FENCED_ELSEWHERE
+            ? `${variant.library.waitStrategy}; a second coordinator, so only the nodes' release messages wake it`
+            : variant.library.waitStrategy,
         gap: medianSummary(gapRuns),
         gapPooled: summarizeLatencies(runs.flatMap((r) => r.gaps)),
         gapRuns,

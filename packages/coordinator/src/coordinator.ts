@@ -581,7 +581,9 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   async releaseLease(resource: string, leaseId: string): Promise<void> {
     await this.started();
     const keys = resourceKeys(this.settings.keyPrefix, resource);
-    const replies = await this.releaseEverywhere(keys, leaseId);
+    const releasing = this.releaseEverywhere(keys, leaseId);
+    this.notifier.released(keys.channel, leaseId);
+    const replies = await releasing;
     if (replies.outcome === 'lost') {
       throw this.unavailable(
         'could not confirm the release on a majority of nodes; the lease expires by itself within its ttl',

@@ -13,6 +13,20 @@ function recordingSender(answer: (keys: string[], args: (string | number)[]) => 
   return { batches, send };
 }
 
+/** A batcher flushed the way NodeConnection does it: once per event-loop turn. */
+function batcherOf<S extends 'acquire' | 'release'>(
+  script: S,
+  sharedKeys: string[],
+  send: (keys: string[], args: (string | number)[]) => Promise<unknown>,
+  operation: string,
+  reportError: (error: unknown) => void,
+): ScriptBatcher<S> {
+  const batcher: ScriptBatcher<S> = new ScriptBatcher(script, sharedKeys, send, operation, reportError, () =>
+    setImmediate(() => batcher.flush()),
+  );
+  return batcher;
+}
+
 const releaseReplies = (args: (string | number)[]) => args.filter((_, i) => i % 2 === 0).map(() => [1]);
 
 describe('ScriptBatcher', () => {
@@ -21,7 +35,7 @@ describe('ScriptBatcher', () => {
       Promise.resolve(keys.map((k) => (k.endsWith('held') ? [2] : [1]))),
     );
     const errors: unknown[] = [];
-    const batcher = new ScriptBatcher('release', [], send, 'node 0 release', (e) => errors.push(e));
+    const batcher = batcherOf('release', [], send, 'node 0 release', (e) => errors.push(e));
     const replies = await Promise.all([
       batcher.call(100, ['a'], ['id-a', 'ch-a']),
       batcher.call(100, ['b-held'], ['id-b', 'ch-b']),
@@ -38,7 +52,7 @@ describe('ScriptBatcher', () => {
     const { batches, send } = recordingSender((_keys, args) =>
       Promise.resolve(args.filter((_, i) => i % 3 === 0).map(() => [1, 1])),
     );
-    const batcher = new ScriptBatcher('acquire', ['inc'], send, 'node 0 acquire', () => undefined);
+    const batcher = batcherOf('acquire', ['inc'], send, 'node 0 acquire', () => undefined);
     const calls = Array.from({ length: MAX_BATCH_SIZE + 1 }, (_, i) =>
       batcher.call(100, [`l${i}`, `t${i}`], [`id${i}`, 1000, '5']),
     );
@@ -51,7 +65,7 @@ describe('ScriptBatcher', () => {
   it('fails every call of a batch that times out, once, with a NodeTimeoutError', async () => {
     const { send } = recordingSender(() => new Promise(() => undefined));
     const errors: unknown[] = [];
-    const batcher = new ScriptBatcher('release', [], send, 'node 3 release', (e) => errors.push(e));
+    const batcher = batcherOf('release', [], send, 'node 3 release', (e) => errors.push(e));
     const results = await Promise.allSettled([
       batcher.call(20, ['a'], ['x', 'y']),
       batcher.call(20, ['b'], ['x', 'y']),
@@ -67,14 +81,14 @@ describe('ScriptBatcher', () => {
       () => Promise.resolve([[1]]), // one reply for two calls
       () => Promise.resolve('OK'),
     ]) {
-      const batcher = new ScriptBatcher('release', [], recordingSender(answer).send, 'r', () => undefined);
+      const batcher = batcherOf('release', [], recordingSender(answer).send, 'r', () => undefined);
       const results = await Promise.allSettled([
         batcher.call(100, ['a'], ['x', 'y']),
         batcher.call(100, ['b'], ['x', 'y']),
       ]);
       expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
     }
-    const batcher = new ScriptBatcher(
+    const batcher = batcherOf(
       'release',
       [],
       recordingSender(() => Promise.resolve([[1]])).send,
@@ -97,7 +111,7 @@ describe('ScriptBatcher', () => {
       return Promise.resolve(replies);
     });
     const errors: unknown[] = [];
-    const batcher = new ScriptBatcher('release', [], send, 'r', (e) => errors.push(e));
+    const batcher = batcherOf('release', [], send, 'r', (e) => errors.push(e));
     const results = await Promise.allSettled(
       ['a', 'b', 'c', 'd'].map((k) => batcher.call(100, [k], ['x', 'y'])),
     );

@@ -71,6 +71,7 @@ export class NodeConnection {
 
   private readonly acquires: ScriptBatcher<'acquire'>;
   private readonly releases: ScriptBatcher<'release'>;
+  private flushScheduled = false;
 
   constructor(
     readonly index: number,
@@ -171,8 +172,24 @@ export class NodeConnection {
       (keys, args) => runScript(this.client, name, keys, args),
       `node ${this.index} ${name}`,
       (error) => this.reportError(this.index, name, error),
+      () => {
+        if (this.flushScheduled) return;
+        this.flushScheduled = true;
+        setImmediate(this.flush);
+      },
     );
   }
+
+  /**
+   * Sends this turn's batches: releases first, then acquires, in one pipelined write. A waiter woken by a
+   * release in this process (see `ReleaseNotifier.released`) therefore reaches every node right behind that
+   * release, and the node decides both in the same event-loop iteration (and one fsync).
+   */
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    this.releases.flush();
+    this.acquires.flush();
+  };
 
   /** Runs a script and maps its reply (a malformed reply is a MalformedReplyError, reported like any failure). */
   script<S extends Exclude<ScriptName, BatchScriptName>>(

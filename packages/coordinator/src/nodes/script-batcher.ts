@@ -21,8 +21,9 @@ interface QueuedCall<R> {
 
 /**
  * Combines the calls of one batch script to one node into one EVALSHA: every call queued in the same turn of
- * the event loop (flushed by `setImmediate`, so a lone call waits for nothing but the current turn) goes out
- * together, at most {@link MAX_BATCH_SIZE} at a time. Each call keeps its own reply and its own failure; the
+ * the event loop goes out together when the node flushes (`NodeConnection` schedules one flush per turn with
+ * `setImmediate`, so a lone call waits for nothing but the current turn), at most {@link MAX_BATCH_SIZE} at a
+ * time. Each call keeps its own reply and its own failure; the
  * node runs them in queue order, each exactly as if it ran alone, and fsyncs their writes once.
  *
  * Calls with different timeouts go in different batches; each batch has one timer, started when it is sent
@@ -32,7 +33,6 @@ interface QueuedCall<R> {
  */
 export class ScriptBatcher<S extends BatchScriptName> {
   private readonly queues = new Map<number, QueuedCall<ScriptReplies[S]>[]>();
-  private scheduled = false;
 
   constructor(
     private readonly script: S,
@@ -43,6 +43,8 @@ export class ScriptBatcher<S extends BatchScriptName> {
     private readonly operation: string,
     /** Told of every failure once per batch (a batch failure) or once per call (a malformed item). */
     private readonly reportError: (error: unknown) => void,
+    /** Asks for a `flush()` later in this turn; called when the first call is queued. */
+    private readonly scheduleFlush: () => void,
   ) {}
 
   /** Queues one call; resolves with its typed reply. */
@@ -61,19 +63,19 @@ export class ScriptBatcher<S extends BatchScriptName> {
       if (queue.length >= MAX_BATCH_SIZE) {
         this.queues.delete(timeoutMs);
         this.dispatch(timeoutMs, queue);
-      } else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flush);
+      } else if (queue.length === 1) {
+        this.scheduleFlush();
       }
     });
   }
 
-  private readonly flush = (): void => {
-    this.scheduled = false;
+  /** Sends every queued call. */
+  flush(): void {
+    if (this.queues.size === 0) return;
     const queues = [...this.queues];
     this.queues.clear();
     for (const [timeoutMs, queue] of queues) this.dispatch(timeoutMs, queue);
-  };
+  }
 
   private dispatch(timeoutMs: number, calls: readonly QueuedCall<ScriptReplies[S]>[]): void {
     const keys = [...this.sharedKeys];
