@@ -71,6 +71,9 @@ export interface CoordinatorEvents {
 
 /** How many extra promise rounds an acquire may spend when its guess was refused (DESIGN §3). */
 const MAX_PROMISE_ROUNDS = 4;
+/** Background retries of a release on nodes that did not answer it (backoff from retryDelayMs, capped at 5 s). */
+const RELEASE_RETRIES = 8;
+const RELEASE_RETRY_MAX_DELAY_MS = 5_000;
 /** How often nodes that do not vote are probed again (reconnected, reconfigured, repaired elsewhere). */
 const RECHECK_INTERVAL_MS = 1_000;
 const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
@@ -101,6 +104,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   private readonly repairProblems = new Map<number, string>();
   private startup: Promise<void> | undefined;
   private recheckTimer: NodeJS.Timeout | undefined;
+  private readonly releaseRetries = new Set<NodeJS.Timeout>();
   private rechecking = false;
 
   constructor(options: CoordinatorOptions) {
@@ -290,6 +294,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     if (this.closing.signal.aborted) return;
     this.closing.abort(new QuorumUnavailableError('the coordinator is closed'));
     if (this.recheckTimer !== undefined) clearInterval(this.recheckTimer);
+    for (const timer of this.releaseRetries) clearTimeout(timer);
+    this.releaseRetries.clear();
     await Promise.allSettled([...this.repairs.values()]);
     await this.notifier.close();
     await Promise.all(this.nodes.map((node) => node.close()));
@@ -586,17 +592,62 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     const replies = await releasing;
     if (replies.outcome === 'lost') {
       throw this.unavailable(
-        'could not confirm the release on a majority of nodes; the lease expires by itself within its ttl',
+        'could not confirm the release on a majority of nodes; it is retried in the background, and the lease ' +
+          'expires by itself within its ttl',
         replies.replies,
       );
     }
   }
 
-  /** One release round on every node (voting or not: a node that stopped voting may still hold our key). */
+  /** One release round on every node; nodes that do not answer it are retried in the background. */
   private releaseEverywhere(keys: ResourceKeys, leaseId: string) {
+    const result = this.releaseOn(this.nodes, keys, leaseId);
+    void result.then(({ settled }) =>
+      settled.then((replies) =>
+        this.retryReleaseLater(this.failedNodes(this.nodes, replies), keys, leaseId, 0),
+      ),
+    );
+    return result;
+  }
+
+  /**
+   * Keeps releasing, with backoff, on the nodes whose release failed (unreachable, timed out, reset): the lease key
+   * left on such a node would otherwise refuse that node's vote to the next holder until the ttl ends. It is
+   * compare-and-delete by lease id, so a late retry never touches a successor's lease (F11); it gives up after
+   * {@link RELEASE_RETRIES} tries (the ttl ends it anyway) and when the coordinator closes.
+   */
+  private retryReleaseLater(
+    nodes: readonly NodeConnection[],
+    keys: ResourceKeys,
+    leaseId: string,
+    attempt: number,
+  ): void {
+    if (nodes.length === 0 || attempt >= RELEASE_RETRIES || this.closing.signal.aborted) return;
+    const delay = Math.min(this.settings.retryDelayMs * 2 ** attempt, RELEASE_RETRY_MAX_DELAY_MS);
+    const timer = setTimeout(() => {
+      this.releaseRetries.delete(timer);
+      void this.releaseOn(nodes, keys, leaseId)
+        .then(({ settled }) => settled)
+        .then((replies) =>
+          this.retryReleaseLater(this.failedNodes(nodes, replies), keys, leaseId, attempt + 1),
+        );
+    }, delay);
+    timer.unref();
+    this.releaseRetries.add(timer);
+  }
+
+  private failedNodes(
+    nodes: readonly NodeConnection[],
+    replies: readonly NodeReply<unknown>[],
+  ): NodeConnection[] {
+    return nodes.filter((_, i) => replies[i]?.state === 'error');
+  }
+
+  /** One release round on these nodes (voting or not: a node that stopped voting may still hold our key). */
+  private releaseOn(nodes: readonly NodeConnection[], keys: ResourceKeys, leaseId: string) {
     const timeout = this.settings.nodeTimeoutMs;
     return fanOut(
-      this.nodes.map((node) => () => node.release(timeout, keys, leaseId)),
+      nodes.map((node) => () => node.release(timeout, keys, leaseId)),
       () => true,
     );
   }

@@ -95,6 +95,32 @@ describe('node faults', () => {
     expect(events.some((e) => e.node === 1 && e.operation === 'acquire')).toBe(true);
     expect(events[0]!.address).toBe(`127.0.0.1:${env.nodes[1]!.port}`);
   });
+
+  it('keeps releasing in the background on a node that missed the release, long before the ttl ends', async () => {
+    const c = coordinator();
+    await c.ready();
+    const resource = unique('release-retry');
+    const key = `fenced:{${resource}}:lease`;
+    const node = env.nodes[4]!;
+    /** The lease key on node 4, read over a connection of its own. */
+    const keyOnNode = async (): Promise<string | null> => {
+      const probe = new Redis(node.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined); // a refused connection rejects the GET below
+      try {
+        return await probe.get(key);
+      } finally {
+        probe.disconnect();
+      }
+    };
+    const lease = await c.acquire(resource, { ttlMs: 120_000 });
+    await eventually(async () => (await keyOnNode()) !== null); // node 4's vote landed (after the quorum)
+    await node.kill(); // its key is on disk (fsync-always AOF) and comes back with it
+    await lease.release(); // a majority confirms; node 4 refuses the connection
+    await node.restart({ keepData: true });
+    // Without the background retry the key would stay for the 120 s ttl (this test's timeout is 60 s).
+    await eventually(async () => (await keyOnNode()) === null);
+    expect((await c.inspect(resource)).held).toBe(false);
+  });
 });
 
 describe('start-up checks', () => {
