@@ -16,6 +16,7 @@ export {
   IdleInTransactionTimeoutError,
   ConnectionLostError,
   ReadOnlyTransactionError,
+  TransactionAbortedError,
   MigrationError,
   classifyPostgresError,
 } from './db/postgres-errors.js';

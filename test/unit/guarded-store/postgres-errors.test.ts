@@ -11,6 +11,7 @@ import {
   SerializationFailureError,
   SqlState,
   StorageError,
+  TransactionAbortedError,
   classifyPostgresError,
 } from '../../../packages/guarded-store/src/index.js';
 
@@ -30,6 +31,7 @@ describe('classifyPostgresError', () => {
     [SqlState.QUERY_CANCELED, QueryCanceledError, true],
     [SqlState.IDLE_IN_TRANSACTION_SESSION_TIMEOUT, IdleInTransactionTimeoutError, true],
     [SqlState.READ_ONLY_SQL_TRANSACTION, ReadOnlyTransactionError, false],
+    [SqlState.IN_FAILED_SQL_TRANSACTION, TransactionAbortedError, false],
     ['08006', ConnectionLostError, true],
     ['08003', ConnectionLostError, true],
     [SqlState.ADMIN_SHUTDOWN, ConnectionLostError, true],

@@ -8,6 +8,7 @@ export const SqlState = {
   QUERY_CANCELED: '57014',
   IDLE_IN_TRANSACTION_SESSION_TIMEOUT: '25P03',
   READ_ONLY_SQL_TRANSACTION: '25006',
+  IN_FAILED_SQL_TRANSACTION: '25P02',
   ADMIN_SHUTDOWN: '57P01',
   CRASH_SHUTDOWN: '57P02',
   CANNOT_CONNECT_NOW: '57P03',
@@ -155,6 +156,24 @@ export class ReadOnlyTransactionError extends StorageError {
   }
 }
 
+/**
+ * 25P02, or COMMIT answered ROLLBACK: a statement of the transaction failed, the callback caught the error and
+ * carried on, and Postgres rolled the whole transaction back (the fence included). Nothing was committed. Not
+ * retryable as it is: the failing statement would most likely fail again. `cause` is that statement's error
+ * when the store saw it, else the driver's 25P02 error (or `undefined`).
+ */
+export class TransactionAbortedError extends StorageError {
+  override readonly name = 'TransactionAbortedError';
+  constructor(options: { cause: unknown }) {
+    super(
+      'a statement in the transaction failed and its error was caught without rethrowing: Postgres rolled the transaction back, nothing was committed',
+      SqlState.IN_FAILED_SQL_TRANSACTION,
+      false,
+      options,
+    );
+  }
+}
+
 /** The store's migrations failed. `cause` is the migrator's error. */
 export class MigrationError extends FencedError {
   override readonly name = 'MigrationError';
@@ -218,6 +237,8 @@ export function classifyPostgresError(error: unknown, duringCommit = false): Sto
       return new IdleInTransactionTimeoutError(options);
     case SqlState.READ_ONLY_SQL_TRANSACTION:
       return new ReadOnlyTransactionError(options);
+    case SqlState.IN_FAILED_SQL_TRANSACTION:
+      return new TransactionAbortedError(options);
   }
   const failure = connectionFailure(error, sqlstate);
   if (failure === undefined) return undefined;
