@@ -1,7 +1,9 @@
 import { StaleTokenError, formatToken, validateResourceName } from '@fenced/shared';
 import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
+import { guardTransactionDatabase, storeStatement } from './db/guard-driver.js';
 import { classifyPostgresError } from './db/postgres-errors.js';
 import { normalizeFences, validateOpId, type FenceLike, type NormalizedFence } from './fence.js';
+import { LiteralFenceStatements, parameterizedFenceStatement } from './fence-statement.js';
 import type { JsonCompatible, JsonValue } from './json.js';
 import { migrate, type MigrationReport } from './migrate.js';
 import {
@@ -38,18 +40,29 @@ type Phase = 'begin' | 'work' | 'commit';
  * else happens) and then runs the caller's reads and writes. {@link GuardedStore.read} is read-only, enforced
  * by Postgres. {@link GuardedStore.dangerouslyRunUnguarded} exists for negative controls and maintenance.
  *
- * The store does not own `db`; destroy it yourself. Build it with `createDatabase` (bigint tokens, search_path)
- * or bring your own Kysely over `pg`.
+ * The store does not own `db`; destroy it yourself. Build it with `createDatabase` (bigint tokens, search_path,
+ * and a guarded transaction starts in one round trip instead of two) or bring your own Kysely over `pg`.
  */
 export class GuardedStore<DB> {
   readonly options: ResolvedGuardedStoreOptions;
   readonly #db: Kysely<DB>;
+  /**
+   * Where the store's transactions run: over a pool from `createDatabase`, a private instance on that pool
+   * (BEGIN goes out with the fence statement; an aborted COMMIT is an error); else `db` itself.
+   */
+  readonly #transactionDb: Kysely<DB>;
+  /** The fence statements for `#transactionDb` when it is the private instance (all literals), else undefined. */
+  readonly #literalFences: LiteralFenceStatements | undefined;
   readonly #fenceTable;
   readonly #operationTable;
 
   constructor(db: Kysely<DB>, options: GuardedStoreOptions = {}) {
     this.options = resolveGuardedStoreOptions(options);
     this.#db = db;
+    const own = guardTransactionDatabase(db);
+    this.#transactionDb = own ?? db;
+    this.#literalFences =
+      own === undefined ? undefined : new LiteralFenceStatements(this.options.schema, this.options);
     this.#fenceTable = sql.id(this.options.schema, 'fence');
     this.#operationTable = sql.id(this.options.schema, 'fence_operation');
   }
@@ -67,7 +80,8 @@ export class GuardedStore<DB> {
    *    the same lease — and so locks the rows, in resource order. Zero rows for a resource means the token is
    *    stale: the transaction rolls back and `StaleTokenError` (presented and current token) is thrown, before
    *    `fn` runs. Under READ COMMITTED, a statement that waited for a concurrent holder's row lock re-checks the
-   *    condition against the row that holder committed, so no SERIALIZABLE is needed.
+   *    condition against the row that holder committed, so no SERIALIZABLE is needed. Over a pool from
+   *    `createDatabase`, BEGIN, the transaction's settings and this statement go in one message.
    * 2. With `opId`: a committed operation with that id returns its stored result; `fn` does not run.
    * 3. `fn(trx)`: do the reads and the writes of the critical section here, on `trx`.
    * 4. With `opId`: the result is recorded, then COMMIT. The fence row locks are held until then, so the
@@ -80,6 +94,8 @@ export class GuardedStore<DB> {
    * @throws InvalidRequestError a bad resource, token, lease id or op id; nothing was sent to Postgres.
    * @throws StorageError subclasses for classified Postgres failures (lock timeout, deadlock, lost connection …);
    *   other errors, the callback's own included, propagate unchanged after the rollback.
+   * @throws TransactionAbortedError a statement failed inside `fn` and `fn` caught the error and returned:
+   *   Postgres rolled the transaction back (over a Kysely the store did not create, only detected with `opId`).
    */
   run<T>(fence: FenceLike | readonly FenceLike[], fn: GuardedCallback<DB, T>): Promise<T>;
   run<T>(
@@ -160,7 +176,9 @@ export class GuardedStore<DB> {
   /**
    * Begin, `body`, COMMIT (or ROLLBACK when `body` asks or throws); Postgres errors classified. A ControlledTransaction
    * rather than `transaction().execute()` so that a failed ROLLBACK on a dead connection cannot replace the error
-   * that caused it, and so that we know whether the COMMIT was in flight when a connection died.
+   * that caused it, and so that we know whether the COMMIT was in flight when a connection died. Over the
+   * store's own pool, BEGIN is sent with the first statement, and a COMMIT answered with ROLLBACK (the callback
+   * swallowed a failed statement) throws `TransactionAbortedError` from `commit()`.
    */
   async #transaction<T>(
     accessMode: 'read only' | 'read write',
@@ -169,7 +187,7 @@ export class GuardedStore<DB> {
     let phase: Phase = 'begin';
     let trx: ControlledTransaction<DB> | undefined;
     try {
-      trx = await this.#db
+      trx = await this.#transactionDb
         .startTransaction()
         .setIsolationLevel(this.options.isolationLevel)
         .setAccessMode(accessMode)
@@ -196,32 +214,19 @@ export class GuardedStore<DB> {
   }
 
   /**
-   * The fence statement. The settings come first, in the same round trip: `lock_timeout` must already apply
-   * when the insert waits for a concurrent holder's row lock, and `synchronous_commit = on` makes the COMMIT
-   * durable before it is acknowledged (G1 assumes it, whatever the server or role default). The CTE is joined,
-   * so it runs before the first row is inserted; `order by ord` makes the row locks follow the sorted order.
+   * The fence statement (see `fence-statement.ts`). `lock_timeout` must already apply when the insert waits
+   * for a concurrent holder's row lock, and `synchronous_commit = on` makes the COMMIT durable before it is
+   * acknowledged (G1 assumes it, whatever the server, role or session default): both are set by every guarded
+   * transaction, before the insert. Over the store's own pool the statement is all literals (one fence: a
+   * prepared statement) and the driver sends it in the same message as BEGIN; otherwise it has bound
+   * parameters and the settings in a CTE.
    * @returns the resources whose fence was raised (or re-entered by the same lease).
    */
   async #raiseFences(trx: Transaction<DB>, fences: readonly NormalizedFence[]): Promise<Set<string>> {
-    const rows = fences.map(
-      (f, i) =>
-        sql`(${f.resource}::text, ${formatToken(f.token)}::bigint, ${f.leaseIdHash}::bytea, ${i}::int)`,
-    );
-    const { rows: raised } = await sql<{ resource: string }>`
-      with guard_settings as materialized (
-        select set_config('lock_timeout', ${String(this.options.lockTimeoutMs)}, true),
-               set_config('idle_in_transaction_session_timeout', ${String(this.options.idleInTransactionTimeoutMs)}, true),
-               set_config('synchronous_commit', 'on', true)
-      )
-      insert into ${this.#fenceTable} as f (resource, token, lease_id_hash)
-      select v.resource, v.token, v.lease_id_hash
-        from guard_settings cross join (values ${sql.join(rows)}) as v (resource, token, lease_id_hash, ord)
-       order by v.ord
-      on conflict (resource) do update
-         set token = excluded.token, lease_id_hash = excluded.lease_id_hash, updated_at = now()
-       where f.token < excluded.token
-          or (f.token = excluded.token and f.lease_id_hash = excluded.lease_id_hash)
-      returning f.resource`.execute(trx);
+    const { rows: raised } =
+      this.#literalFences === undefined
+        ? await parameterizedFenceStatement(this.options.schema, fences, this.options).execute(trx)
+        : await trx.executeQuery(storeStatement<{ resource: string }>(this.#literalFences.statement(fences)));
     return new Set(raised.map((row) => row.resource));
   }
 

@@ -3,6 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { z } from 'zod';
 import { SCHEMA_NAME } from '../options.js';
+import { registerStorePool } from './guard-driver.js';
 
 /** Options of {@link createDatabase}. */
 export interface DatabaseOptions {
@@ -76,7 +77,11 @@ const databaseOptionsSchema = z.object({
  * - `bigint` columns (int8) come back as JS `bigint`, never `number` (tokens reach 2^63 − 1);
  * - `search_path` set at connection start-up when `searchPath` is given;
  * - connection errors outside queries are caught (pg would otherwise crash the process with an unhandled
- *   'error' event, e.g. when Postgres ends an idle-in-transaction session).
+ *   'error' event, e.g. when Postgres ends an idle-in-transaction session);
+ * - a `GuardedStore` over exactly this instance knows its pool: it starts a guarded transaction in one round trip
+ *   (BEGIN, settings and fence statement in one message) and turns a COMMIT that Postgres answered with
+ *   ROLLBACK into `TransactionAbortedError` (see the store's README). Connection settings are not changed: the
+ *   store's settings are `SET LOCAL`, so the pool's other transactions keep the server's defaults.
  *
  * The caller owns the result: `await db.destroy()` closes the pool.
  * @throws InvalidRequestError for bad options.
@@ -102,5 +107,7 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
   pool.on('connect', (client) => {
     client.on('error', onConnectionError);
   });
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  registerStorePool(db, pool);
+  return db;
 }

@@ -1,0 +1,97 @@
+import { MAX_TOKEN } from '@fenced/shared';
+import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { normalizeFences } from '../../../packages/guarded-store/src/fence.js';
+import {
+  LiteralFenceStatements,
+  parameterizedFenceStatement,
+} from '../../../packages/guarded-store/src/fence-statement.js';
+
+const settings = { lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 5_000 };
+
+describe('LiteralFenceStatements', () => {
+  const statements = new LiteralFenceStatements('app', settings);
+
+  it('sets the three settings locally, before the upsert', () => {
+    const { text } = statements.statement(normalizeFences({ resource: 'r', token: 5n }));
+    expect(text.split(';\n').slice(0, 3)).toEqual([
+      'set local lock_timeout = 10000',
+      'set local idle_in_transaction_session_timeout = 5000',
+      'set local synchronous_commit = on',
+    ]);
+  });
+
+  it('runs one fence as a prepared upsert without a VALUES join or ORDER BY, with a literal fallback', () => {
+    const { text, prepared } = statements.statement(
+      normalizeFences({ resource: 'r', token: MAX_TOKEN, leaseId: 'lease' }),
+    );
+    expect(text).toMatch(/values \('r'::text, 9223372036854775807::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)/);
+    expect(text).not.toMatch(/order by|\(values/);
+    expect(prepared?.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
+    expect(prepared?.prepare).toMatch(
+      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\ninsert into "app"\.fence as f .* values \(\$1, \$2, \$3\)/,
+    );
+    expect(prepared?.execute).toMatch(
+      /;\nexecute fenced_fence_[0-9a-f]{16}_app\('r'::text, 9223372036854775807::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)$/,
+    );
+  });
+
+  it('escapes resource names as literals', () => {
+    const { prepared } = statements.statement(normalizeFences({ resource: `a'b\\c; --`, token: 1n }));
+    expect(prepared?.execute).toContain(
+      `execute ${prepared!.name}( E'a''b\\\\c; --'::text, 1::bigint, null::bytea)`,
+    );
+  });
+
+  it('locks several fences in the sorted order through one VALUES statement, not prepared', () => {
+    const { text, prepared } = statements.statement(
+      normalizeFences([
+        { resource: 'b', token: 2n },
+        { resource: 'a', token: 1n },
+      ]),
+    );
+    expect(prepared).toBeUndefined();
+    expect(text).toContain(
+      `(values ('a'::text, 1::bigint, null::bytea, 0), ('b'::text, 2::bigint, null::bytea, 1))`,
+    );
+    expect(text).toContain('order by v.ord');
+  });
+
+  it('names the prepared statement per schema, within 63 bytes', () => {
+    const a = new LiteralFenceStatements('a', settings).statement(
+      normalizeFences({ resource: 'r', token: 1n }),
+    );
+    const b = new LiteralFenceStatements('b', settings).statement(
+      normalizeFences({ resource: 'r', token: 1n }),
+    );
+    expect(a.prepared?.name).not.toBe(b.prepared?.name);
+    const long = new LiteralFenceStatements('s'.repeat(63), settings).statement(
+      normalizeFences({ resource: 'r', token: 1n }),
+    );
+    expect(long.prepared?.name).toHaveLength(63);
+  });
+});
+
+describe('parameterizedFenceStatement', () => {
+  it('binds one fence as parameters, with the settings in a CTE and no VALUES join or ORDER BY', () => {
+    const { sql, parameters } = parameterizedFenceStatement(
+      'app',
+      normalizeFences({ resource: 'r', token: 5n }),
+      settings,
+    ).compile(dummyDb());
+    expect(sql).toContain('set_config');
+    expect(sql).not.toMatch(/order by|\(values/);
+    expect(parameters).toEqual(['10000', '5000', 'r', '5', null]);
+  });
+});
+
+function dummyDb(): Kysely<unknown> {
+  return new Kysely<unknown>({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (db) => new PostgresIntrospector(db),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+    },
+  });
+}
