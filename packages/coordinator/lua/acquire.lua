@@ -1,6 +1,6 @@
 -- acquire.lua: Redlock votes plus the folded-in token promises (DESIGN §2 and §3), for a batch of n >= 1
--- acquires on this node in one round trip. The coordinator combines the acquires issued in the same turn of
--- its event loop; each item is decided exactly as if it ran alone, in order.
+-- acquires on this node in one round trip. The coordinator combines the acquires issued together; each item is
+-- decided exactly as if it ran alone, in order.
 --
 -- KEYS[1]      incarnation key  `<prefix>:node:incarnation` (absent = this node restarted empty)
 -- KEYS[2i]     lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)

@@ -1,5 +1,5 @@
 -- release.lua: compare-and-delete (DESIGN §2.5), then wake the waiters (§2.7), for a batch of n >= 1 releases
--- on this node in one round trip (the coordinator combines the releases issued in the same event-loop turn).
+-- on this node in one round trip (the coordinator combines the releases issued together).
 --
 -- KEYS[i]      lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
 -- ARGV[2i-1]   lease id

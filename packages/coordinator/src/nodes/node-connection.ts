@@ -143,7 +143,7 @@ export class NodeConnection {
   }
 
   /**
-   * One acquire vote (acquire.lua), batched with the other acquires of this event-loop turn. Bounded by
+   * One acquire vote (acquire.lua), batched with the other acquires queued before the next flush. Bounded by
    * `timeoutMs`; failures are reported as nodeError events and rethrown.
    */
   acquire(
@@ -156,7 +156,7 @@ export class NodeConnection {
     return this.acquires.call(timeoutMs, [keys.lease, keys.token], [leaseId, ttlMs, proposal.toString()]);
   }
 
-  /** One compare-and-delete (release.lua), batched with the other releases of this event-loop turn. */
+  /** One compare-and-delete (release.lua), batched with the other releases queued before the next flush. */
   release(
     timeoutMs: number,
     keys: { readonly lease: string; readonly channel: string },
@@ -175,13 +175,13 @@ export class NodeConnection {
       () => {
         if (this.flushScheduled) return;
         this.flushScheduled = true;
-        setImmediate(this.flush);
+        process.nextTick(this.flush);
       },
     );
   }
 
   /**
-   * Sends this turn's batches: releases first, then acquires, in one pipelined write. A waiter woken by a
+   * Sends the queued batches: releases first, then acquires, in one pipelined write. A waiter woken by a
    * release in this process (see `ReleaseNotifier.released`) therefore reaches every node right behind that
    * release, and the node decides both in the same event-loop iteration (and one fsync).
    */

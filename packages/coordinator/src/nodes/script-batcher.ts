@@ -20,15 +20,15 @@ interface QueuedCall<R> {
 }
 
 /**
- * Combines the calls of one batch script to one node into one EVALSHA: every call queued in the same turn of
- * the event loop goes out together when the node flushes (`NodeConnection` schedules one flush per turn with
- * `setImmediate`, so a lone call waits for nothing but the current turn), at most {@link MAX_BATCH_SIZE} at a
- * time. Each call keeps its own reply and its own failure; the
- * node runs them in queue order, each exactly as if it ran alone, and fsyncs their writes once.
+ * Combines the calls of one batch script to one node into one EVALSHA: the calls queued by the same callback
+ * and the promise continuations it sets off go out together when the node flushes (`NodeConnection` schedules
+ * the flush with `process.nextTick`, as ioredis' auto-pipelining does, so a lone call waits for nothing), at most
+ * {@link MAX_BATCH_SIZE} at a time. Each call keeps its own reply and its own failure; the node runs them in
+ * queue order, each exactly as if it ran alone, and fsyncs their writes once.
  *
  * Calls with different timeouts go in different batches; each batch has one timer, started when it is sent
- * (a call waits at most one event-loop turn before that, and the caller's clock started before it queued, so
- * validity only ever errs short). A batch that times out or fails fails every call in it: they were one
+ * (a call waits only for the current callback to finish before that, and the caller's clock started before it
+ * queued, so validity only ever errs short). A batch that times out or fails fails every call in it: they were one
  * command, so the node answered all of them or none.
  */
 export class ScriptBatcher<S extends BatchScriptName> {
@@ -43,7 +43,7 @@ export class ScriptBatcher<S extends BatchScriptName> {
     private readonly operation: string,
     /** Told of every failure once per batch (a batch failure) or once per call (a malformed item). */
     private readonly reportError: (error: unknown) => void,
-    /** Asks for a `flush()` later in this turn; called when the first call is queued. */
+    /** Asks for a `flush()` once the current callback is done; called when the first call is queued. */
     private readonly scheduleFlush: () => void,
   ) {}
 
