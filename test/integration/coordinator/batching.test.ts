@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator, type Lease } from '@fenced/coordinator';
 import { QuorumUnavailableError } from '@fenced/shared';
+import { NodeConnection } from '../../../packages/coordinator/src/nodes/node-connection.js';
+import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
 import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
 
 // The coordinator sends the acquires (and the releases) issued in one event-loop turn to each node as one
@@ -67,6 +69,26 @@ describe('batched acquire and release', () => {
     const winners = results.filter((r): r is Lease => r !== null);
     expect(winners).toHaveLength(1);
     await winners[0]!.release();
+  });
+
+  it('never sends a release ahead of an acquire queued before it on the same node', async () => {
+    // An attempt can be decided lost before its votes are sent (nodes that do not vote count against at once);
+    // its release is then queued in the same tick as its acquire and must still reach the node after it.
+    const node = new NodeConnection(0, env.urls[0]!, 'fenced', () => undefined, 1_000);
+    try {
+      await node.waitUntilConnected(5_000);
+      const resource = unique('order');
+      const keys = resourceKeys('fenced', resource);
+      const [acquired, released] = await Promise.all([
+        node.acquire(1_000, keys, 'lease-id-0123456789abcd', 60_000, 123n),
+        node.release(1_000, keys, 'lease-id-0123456789abcd'),
+      ]);
+      expect(acquired).toEqual({ kind: 'granted', promised: true });
+      expect(released).toEqual({ kind: 'released' });
+      expect(await raw[0]!.get(keys.lease)).toBeNull();
+    } finally {
+      await node.close();
+    }
   });
 
   it('fails only the call whose key is broken; the rest of its batch is granted', async () => {

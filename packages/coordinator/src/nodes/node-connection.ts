@@ -162,6 +162,10 @@ export class NodeConnection {
     keys: { readonly lease: string; readonly channel: string },
     leaseId: string,
   ): Promise<ReleaseReply> {
+    // A release must never overtake an acquire queued before it: the flush sends releases first, so an attempt
+    // decided before its votes were even sent (nodes that do not vote count against at once) would have its
+    // release run first and its acquire then leave a key behind. Send those acquires now.
+    if (this.acquires.pending) this.acquires.flush();
     return this.releases.call(timeoutMs, [keys.lease], [leaseId, keys.channel]);
   }
 

@@ -69,6 +69,11 @@ export class ScriptBatcher<S extends BatchScriptName> {
     });
   }
 
+  /** Whether calls are queued and not yet sent. */
+  get pending(): boolean {
+    return this.queues.size > 0;
+  }
+
   /** Sends every queued call. */
   flush(): void {
     if (this.queues.size === 0) return;
