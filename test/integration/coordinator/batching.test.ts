@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator, type Lease } from '@fenced/coordinator';
 import { QuorumUnavailableError } from '@fenced/shared';
 import { NodeConnection } from '../../../packages/coordinator/src/nodes/node-connection.js';
 import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
+import { loadScriptSource } from '../../../packages/coordinator/src/redlock/scripts.js';
 import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
 
 // The coordinator sends the acquires (and the releases) issued in one event-loop turn to each node as one
@@ -27,6 +29,13 @@ afterAll(async () => {
   await coordinator?.close();
   await env?.stop();
 });
+
+const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
+
+/** Polls a condition (sequencing, not a timing assertion: the test timeout is the only bound). */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await sleep(20);
+}
 
 /** EVALSHA + EVAL calls each node has run so far. */
 async function scriptCalls(): Promise<number[]> {
@@ -86,6 +95,39 @@ describe('batched acquire and release', () => {
       expect(acquired).toEqual({ kind: 'granted', promised: true });
       expect(released).toEqual({ kind: 'released' });
       expect(await raw[0]!.get(keys.lease)).toBeNull();
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('fails a call whose script the node lost instead of running it late, then reloads the scripts', async () => {
+    // The node lost its script cache (SCRIPT FLUSH, or a restart) and has since cached only release.lua. An
+    // EVAL fallback would run the acquire a round trip late, after the release queued behind it, and leave its
+    // key for the whole ttl.
+    const node = new NodeConnection(0, env.urls[0]!, 'fenced', () => undefined, 1_000);
+    try {
+      await node.waitUntilConnected(5_000);
+      await raw[0]!.script('FLUSH');
+      await raw[0]!.script('LOAD', loadScriptSource('release'));
+      const keys = resourceKeys('fenced', unique('noscript'));
+      const [acquired, released] = await Promise.allSettled([
+        node.acquire(1_000, keys, 'lease-id-0123456789abcd', 60_000, 123n),
+        node.release(1_000, keys, 'lease-id-0123456789abcd'),
+      ]);
+      expect(acquired.status).toBe('rejected');
+      expect(String((acquired as PromiseRejectedResult).reason)).toMatch(/NOSCRIPT/);
+      expect(released).toEqual({ status: 'fulfilled', value: { kind: 'not-held' } });
+      expect(await raw[0]!.get(keys.lease)).toBeNull();
+      // The NOSCRIPT reloaded every script: the next acquire runs.
+      await eventually(
+        async () =>
+          ((await raw[0]!.script('EXISTS', sha1(loadScriptSource('acquire')))) as number[])[0] === 1,
+      );
+      expect(await node.acquire(1_000, keys, 'lease-id-0123456789abcd', 60_000, 124n)).toEqual({
+        kind: 'granted',
+        promised: true,
+      });
+      await node.release(1_000, keys, 'lease-id-0123456789abcd');
     } finally {
       await node.close();
     }

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { Coordinator, TokenExhaustedError, type Lease } from '@fenced/coordinator';
 import { MAX_TOKEN, QuorumUnavailableError } from '@fenced/shared';
 import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
-import { runScript } from '../../../packages/coordinator/src/redlock/scripts.js';
+import { loadScripts, runScript } from '../../../packages/coordinator/src/redlock/scripts.js';
 import { quorumOf } from '../../../packages/coordinator/src/redlock/quorum.js';
 
 let env: RedisNodes;
@@ -163,6 +163,7 @@ describe('fencing tokens on real nodes', () => {
   it('compares registers as decimal strings inside Lua (length first, then digits; no doubles)', async () => {
     const redis = raw[0]!;
     await redis.set('fenced:node:incarnation', (await redis.get('fenced:node:incarnation')) ?? 'test');
+    await loadScripts(redis);
     const promise = async (cur: string, t: string): Promise<unknown> => {
       const resource = unique('lua');
       await redis.set(tokenKey(resource), cur);

@@ -9,7 +9,7 @@ import {
   type ScriptName,
   type ScriptReplies,
 } from '../redlock/script-results.js';
-import { runScript } from '../redlock/scripts.js';
+import { isNoScriptError, loadScripts, runScript } from '../redlock/scripts.js';
 import { ScriptBatcher } from './script-batcher.js';
 import { resourceKeyPattern, incarnationKey } from '../redlock/keys.js';
 import {
@@ -38,7 +38,9 @@ export interface NodeProbe {
 /** Connection options of the clients the coordinator creates from URLs. */
 function ownedClientOptions(connectTimeoutMs: number) {
   return {
-    enableAutoPipelining: true,
+    // The coordinator batches its own calls (ScriptBatcher); an auto-pipeline would only hold each batch until
+    // the previous one's replies are in.
+    enableAutoPipelining: false,
     // Fail at once while disconnected instead of queueing: a queued acquire sent after a reconnect would be
     // a vote nobody waits for.
     enableOfflineQueue: false,
@@ -123,6 +125,22 @@ export class NodeConnection {
       // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
       this.client.on('error', (error: unknown) => this.reportError(this.index, 'connection', error));
     }
+    // Every connection (and reconnection) caches the scripts before its first call: runScript has no EVAL
+    // fallback, which could reorder calls.
+    this.client.on('ready', this.loadScripts);
+    if (this.client.status === 'ready') this.loadScripts();
+  }
+
+  private readonly loadScripts = (): void => {
+    loadScripts(this.client).catch((error: unknown) => this.reportError(this.index, 'load-scripts', error));
+  };
+
+  /** Runs a script; a NOSCRIPT (the node lost its script cache) fails the call and reloads the scripts. */
+  private runScript(name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return runScript(this.client, name, keys, args).catch((error: unknown) => {
+      if (isNoScriptError(error)) this.loadScripts();
+      throw error;
+    });
   }
 
   /** Whether the node may vote: it passed the checks (or they were waived) and was not restarted empty. */
@@ -173,7 +191,7 @@ export class NodeConnection {
     return new ScriptBatcher(
       name,
       sharedKeys,
-      (keys, args) => runScript(this.client, name, keys, args),
+      (keys, args) => this.runScript(name, keys, args),
       `node ${this.index} ${name}`,
       (error) => this.reportError(this.index, name, error),
       () => {
@@ -185,7 +203,7 @@ export class NodeConnection {
   }
 
   /**
-   * Sends the queued batches: releases first, then acquires, in one pipelined write. A waiter woken by a
+   * Sends the queued batches: releases first, then acquires, back to back on the connection. A waiter woken by a
    * release in this process (see `ReleaseNotifier.released`) therefore reaches every node right behind that
    * release, and the node decides both in the same event-loop iteration (and one fsync).
    */
@@ -202,8 +220,8 @@ export class NodeConnection {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<ScriptReplies[S]> {
-    return this.call(name, timeoutMs, async (client) =>
-      interpretReply(name, await runScript(client, name, keys, args)),
+    return this.call(name, timeoutMs, async () =>
+      interpretReply(name, await this.runScript(name, [...keys], [...args])),
     );
   }
 
@@ -284,6 +302,7 @@ export class NodeConnection {
   }
 
   async close(): Promise<void> {
+    this.client.off('ready', this.loadScripts);
     if (!this.owned) return;
     try {
       await withTimeout(this.client.quit(), 1_000, 'quit');

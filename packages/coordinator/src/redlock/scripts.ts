@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import { Command, type Redis } from 'ioredis';
 import type { ScriptName } from './script-results.js';
 
 /**
@@ -56,11 +56,38 @@ function scripts(): ReadonlyMap<ScriptName, LoadedScript> {
 }
 
 /**
- * Runs a script by its SHA1 (EVALSHA); when the node does not have it cached (NOSCRIPT: first use, or a
- * restart) it runs the source with EVAL, which also caches it for the next call. The reply is raw and must go
- * through `interpretReply` (or `splitBatchReply` for the batch scripts).
+ * Loads every script into a node's script cache (SCRIPT LOAD), in one go on the connection. `NodeConnection`
+ * does this whenever its connection becomes ready, before any script call can be written behind it.
  */
-export async function runScript(
+export async function loadScripts(client: Redis): Promise<void> {
+  await Promise.all(
+    [...scripts().values()].map((script) => {
+      const load = new Command('script', ['LOAD', script.source], { replyEncoding: 'utf8' });
+      client.sendCommand(load);
+      return load.promise;
+    }),
+  );
+}
+
+/** The node does not have the script cached (it restarted, or someone ran SCRIPT FLUSH). */
+export function isNoScriptError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/**
+ * Runs a script by its SHA1 (EVALSHA). The reply is raw and must go through `interpretReply` (or
+ * `splitBatchReply` for the batch scripts).
+ *
+ * There is deliberately no EVAL fallback on NOSCRIPT: the fallback would run this call a round trip late, after
+ * calls sent behind it on the same connection — a release could then overtake the acquire it undoes and leave
+ * the acquire's key behind. A NOSCRIPT fails the call (a vote against, a release retried later) and the caller
+ * reloads the scripts (`loadScripts`), which a fresh connection does before its first call anyway.
+ *
+ * The command goes to the connection directly (`sendCommand`), past ioredis' auto-pipelining: the coordinator
+ * batches its calls itself, and an auto-pipeline keeps only one pipeline in flight per connection, so every
+ * batch would wait for the previous one's replies. Commands leave in call order on each connection.
+ */
+export function runScript(
   client: Redis,
   name: ScriptName,
   keys: readonly string[],
@@ -68,15 +95,14 @@ export async function runScript(
 ): Promise<unknown> {
   const expected = SCRIPT_KEY_COUNTS[name];
   if (expected === 'batch' ? keys.length === 0 : keys.length !== expected) {
-    throw new Error(
-      `${name} takes ${expected === 'batch' ? 'at least one' : expected} keys, got ${keys.length}`,
+    return Promise.reject(
+      new Error(`${name} takes ${expected === 'batch' ? 'at least one' : expected} keys, got ${keys.length}`),
     );
   }
-  const script = scripts().get(name)!;
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return client.eval(script.source, keys.length, ...keys, ...args);
-  }
+  const argv: (string | number)[] = [scripts().get(name)!.sha, keys.length];
+  for (const key of keys) argv.push(key);
+  for (const arg of args) argv.push(arg);
+  const command = new Command('evalsha', argv, { replyEncoding: 'utf8' });
+  client.sendCommand(command);
+  return command.promise;
 }
