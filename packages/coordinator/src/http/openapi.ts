@@ -94,6 +94,10 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
         delete: {
           operationId: 'releaseLease',
           summary: 'Release a lease (compare-and-delete on every node)',
+          description:
+            'Idempotent. A 503 means a majority did not confirm the release: the service keeps retrying it on the ' +
+            'nodes that missed it (a few times, with backoff), the lease expires by itself within its ttl, and the ' +
+            'call may be repeated.',
           parameters: [resource, leaseId],
           responses: {
             '204': { description: 'Released, or already expired.' },
