@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -11,6 +12,7 @@ describe('throw-away Postgres cluster', () => {
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, FENCED_DATABASE_URL: '' },
     });
+    let dataDir: string | undefined;
     try {
       const line = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -20,7 +22,9 @@ describe('throw-away Postgres cluster', () => {
         });
         child.once('exit', (code) => reject(new Error(`fixture exited with ${code} before reporting`)));
       });
-      const { pid } = JSON.parse(line) as { dataDir: string; pid: number };
+      const reported = JSON.parse(line) as { dataDir: string; pid: number };
+      const pid = reported.pid;
+      dataDir = reported.dataDir;
       expect(existsSync(`/proc/${pid}`)).toBe(true);
 
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -32,6 +36,8 @@ describe('throw-away Postgres cluster', () => {
       expect(existsSync(`/proc/${pid}`)).toBe(false);
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      // The interrupted process could only stop the postmaster; its data directory is ours to remove.
+      if (dataDir?.includes('fenced-pg-') === true) await rm(dataDir, { recursive: true, force: true });
     }
   });
 });
