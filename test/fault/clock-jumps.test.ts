@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClockShim } from '../support/clock-shim.js';
 import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
-import { recordedIncrement, readOutside, type WriteMode } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, uniqueResource } from './support/fault-world.js';
+import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
+import { FaultWorld, uniqueResource } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, sleep, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
 
@@ -58,23 +58,12 @@ describe('a node clock jumping forward while a client is cut off (F4)', () => {
       await nodeClock.jump(10_000, { clocks: 'realtime' });
       const bLease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 3_000 });
       if (!bLease) throw new Error('B did not get the lease: the clock jump did not expire A’s key');
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: bLease.token,
-        leaseRef: leaseRef(bLease.id),
-        process: 'B',
-        opId: `B-${resource}`,
-        mode,
-      });
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: aLease.token,
-        leaseRef: leaseRef(aLease.id),
-        process: 'A',
-        opId: `A-${resource}`,
-        mode,
-        ...(mode === 'unguarded' ? { readBefore: aRead } : {}),
-      }).catch(() => undefined);
+      await recordedIncrement(history, world.store, holderIncrement('B', bLease, mode));
+      await recordedIncrement(
+        history,
+        world.store,
+        holderIncrement('A', aLease, mode, mode === 'unguarded' ? { readBefore: aRead } : {}),
+      ).catch(() => undefined);
       await recordedRelease(history, 'B', bLease);
       await recordedRelease(history, 'A', aLease);
     } finally {
@@ -117,23 +106,12 @@ describe('clocks jumping backward (F5)', () => {
       await sleep(800);
       const bLease = await recordedAcquire(history, 'B', c, resource, { ttlMs: 3_000, waitMs: 10_000 });
       if (!bLease) throw new Error('B did not get the lease');
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: bLease.token,
-        leaseRef: leaseRef(bLease.id),
-        process: 'B',
-        opId: `B-${resource}`,
-        mode,
-      });
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: aLease.token,
-        leaseRef: leaseRef(aLease.id),
-        process: 'A',
-        opId: `A-${resource}`,
-        mode,
-        ...(mode === 'unguarded' ? { readBefore: aRead } : {}),
-      }).catch(() => undefined);
+      await recordedIncrement(history, world.store, holderIncrement('B', bLease, mode));
+      await recordedIncrement(
+        history,
+        world.store,
+        holderIncrement('A', aLease, mode, mode === 'unguarded' ? { readBefore: aRead } : {}),
+      ).catch(() => undefined);
       await recordedRelease(history, 'B', bLease);
       await recordedRelease(history, 'A', aLease);
     } finally {
@@ -182,14 +160,11 @@ describe('clocks jumping backward (F5)', () => {
       const bIncrements = async (n: number): Promise<void> => {
         const lease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 3_000, waitMs: 10_000 });
         if (!lease) throw new Error('B did not get the lease');
-        await recordedIncrement(history, world.store, {
-          resource,
-          token: lease.token,
-          leaseRef: leaseRef(lease.id),
-          process: 'B',
-          opId: `B${n}-${resource}`,
-          mode: 'guarded',
-        });
+        await recordedIncrement(
+          history,
+          world.store,
+          holderIncrement('B', lease, 'guarded', { opId: `B${n}-${resource}` }),
+        );
         await recordedRelease(history, 'B', lease);
       };
       await bIncrements(1);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyEach } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
-import { readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
+import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
 import { FaultWorld, leaseRef, uniqueResource } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 
@@ -66,25 +66,14 @@ async function lateExtendAndRelease(
 
     const cLease = await recordedAcquire(history, 'C', world.coordinator(), resource, { ttlMs: 3_000 });
     if (cLease) {
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: cLease.token,
-        leaseRef: leaseRef(cLease.id),
-        process: 'C',
-        opId: `C-${resource}`,
-        mode,
-      });
+      await recordedIncrement(history, world.store, holderIncrement('C', cLease, mode));
       await recordedRelease(history, 'C', cLease);
     }
-    await recordedIncrement(history, world.store, {
-      resource,
-      token: bLease.token,
-      leaseRef: leaseRef(bLease.id),
-      process: 'B',
-      opId: `B-${resource}`,
-      mode,
-      ...(mode === 'unguarded' ? { readBefore: bRead } : {}),
-    }).catch(() => undefined);
+    await recordedIncrement(
+      history,
+      world.store,
+      holderIncrement('B', bLease, mode, mode === 'unguarded' ? { readBefore: bRead } : {}),
+    ).catch(() => undefined);
     await recordedRelease(history, 'B', bLease);
     return { verdict: await judge(world, history, [resource]), heldBy, bToken: bLease.token };
   } finally {

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuorumUnavailableError } from '@fenced/shared';
 import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
-import { recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
+import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
+import { FaultWorld, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, type Verdict } from './support/verdict.js';
 
 /** Nodes 0-2, a majority, may evict any key under memory pressure: `maxmemory-policy allkeys-lru`. */
@@ -65,14 +65,11 @@ describe('nodes that may evict token registers (F14)', () => {
     for (let i = 0; i < 3; i++) {
       const lease = await recordedAcquire(history, 'A', a, resource, { ttlMs: 2_000, waitMs: 5_000 });
       if (!lease) throw new Error('A did not get the lease');
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: lease.token,
-        leaseRef: leaseRef(lease.id),
-        process: 'A',
-        opId: `A${i}-${resource}`,
-        mode: 'guarded',
-      });
+      await recordedIncrement(
+        history,
+        world.store,
+        holderIncrement('A', lease, 'guarded', { opId: `A${i}-${resource}` }),
+      );
       await recordedRelease(history, 'A', lease);
     }
     await world.closeCoordinator(a);
@@ -99,14 +96,9 @@ describe('nodes that may evict token registers (F14)', () => {
     for (let attempt = 0; attempt < 3 && !lease; attempt++)
       lease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 2_000, waitMs: 1_000 });
     if (lease) {
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: lease.token,
-        leaseRef: leaseRef(lease.id),
-        process: 'B',
-        opId: `B-${resource}`,
-        mode: 'guarded',
-      }).catch(() => undefined);
+      await recordedIncrement(history, world.store, holderIncrement('B', lease, 'guarded')).catch(
+        () => undefined,
+      );
       await recordedRelease(history, 'B', lease);
     }
     await world.closeCoordinator(b);

@@ -6,7 +6,7 @@ import { ConnectionLostError } from '@fenced/guarded-store';
 import { QuorumUnavailableError } from '@fenced/shared';
 import { FaultProxy, proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
-import { readCounter, recordedIncrement, writeCounter } from './support/counter-ops.js';
+import { holderIncrement, readCounter, recordedIncrement, writeCounter } from './support/counter-ops.js';
 import { FaultWorld, leaseRef, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
 import { NaiveTokenSource } from './support/naive-token-source.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
@@ -69,27 +69,16 @@ describe('a guarded write held in the network past the ttl (F3)', () => {
     // A's critical section reads (this also opens A's connection), then sends its write, which the network holds.
     const readBefore = (await aStore.read((trx) => readCounter(trx, resource))) ?? 0n;
     pgLink.setMode('hold');
-    const aWrite = recordedIncrement(history, aStore, {
-      resource,
-      token: a.token,
-      leaseRef: leaseRef(a.id),
-      process: 'A',
-      opId: `A-${resource}`,
-      mode,
-      ...(mode === 'unguarded' ? { readBefore } : {}),
-    }).catch(() => undefined);
+    const aWrite = recordedIncrement(
+      history,
+      aStore,
+      holderIncrement('A', a, mode, mode === 'unguarded' ? { readBefore } : {}),
+    ).catch(() => undefined);
     await until('A’s write waiting in the network', () => pgLink.stats.queuedBytes > 0);
     await sleep(700);
     const b = await recordedAcquire(history, 'B', coordinator, resource, { ttlMs: 3_000, waitMs: 10_000 });
     if (!b) throw new Error('B did not get the lease');
-    await recordedIncrement(history, world.store, {
-      resource,
-      token: b.token,
-      leaseRef: leaseRef(b.id),
-      process: 'B',
-      opId: `B-${resource}`,
-      mode,
-    });
+    await recordedIncrement(history, world.store, holderIncrement('B', b, mode));
     await recordedRelease(history, 'B', b);
     pgLink.release();
     await aWrite;
@@ -213,14 +202,11 @@ describe('requests applied whose replies were lost (F9)', () => {
     await everyNodeVotes(a.coordinator);
     const bLease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 3_000, waitMs: 10_000 });
     if (!bLease) throw new Error('B did not get the lease');
-    await recordedIncrement(history, world.store, {
-      resource,
-      token: bLease.token,
-      leaseRef: leaseRef(bLease.id),
-      process: 'B',
-      opId: `B1-${resource}`,
-      mode: 'guarded',
-    });
+    await recordedIncrement(
+      history,
+      world.store,
+      holderIncrement('B', bLease, 'guarded', { opId: `B1-${resource}` }),
+    );
     await recordedRelease(history, 'B', bLease);
 
     // A gets a lease; its extend is applied but the replies are lost, so A cannot count on it.
@@ -238,23 +224,15 @@ describe('requests applied whose replies were lost (F9)', () => {
     await everyNodeVotes(a.coordinator);
     const bAgain = await recordedAcquire(history, 'B', b, resource, { ttlMs: 3_000, waitMs: 10_000 });
     if (!bAgain) throw new Error('B did not get the lease again');
-    await recordedIncrement(history, world.store, {
-      resource,
-      token: bAgain.token,
-      leaseRef: leaseRef(bAgain.id),
-      process: 'B',
-      opId: `B2-${resource}`,
-      mode: 'guarded',
-    });
+    await recordedIncrement(
+      history,
+      world.store,
+      holderIncrement('B', bAgain, 'guarded', { opId: `B2-${resource}` }),
+    );
     // A, which never learnt whether its extend or release happened, writes late: the fence refuses it.
-    await recordedIncrement(history, world.store, {
-      resource,
-      token: aLease.token,
-      leaseRef: leaseRef(aLease.id),
-      process: 'A',
-      opId: `A-${resource}`,
-      mode: 'guarded',
-    }).catch(() => undefined);
+    await recordedIncrement(history, world.store, holderIncrement('A', aLease, 'guarded')).catch(
+      () => undefined,
+    );
     await recordedRelease(history, 'B', bAgain);
 
     const verdict = await judge(world, history, [resource]);

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
 import { proxyEach } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
-import { recordedIncrement, type WriteMode } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, uniqueResource } from './support/fault-world.js';
+import { holderIncrement, recordedIncrement, type WriteMode } from './support/counter-ops.js';
+import { FaultWorld, uniqueResource } from './support/fault-world.js';
 import { naiveLock } from './support/naive-token-source.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
@@ -52,14 +52,9 @@ async function successorIncrements(
 ): Promise<void> {
   const lease = await recordedAcquire(history, 'B', successor, resource, { ttlMs: 3_000, waitMs: 10_000 });
   if (!lease) throw new Error('the successor never got the lease');
-  const write = recordedIncrement(history, world.store, {
-    resource,
-    token: lease.token,
-    leaseRef: leaseRef(lease.id),
-    process: 'B',
-    opId: `B-${resource}`,
-    mode,
-  }).catch(() => undefined);
+  const write = recordedIncrement(history, world.store, holderIncrement('B', lease, mode)).catch(
+    () => undefined,
+  );
   await whileWriting();
   await write;
   await recordedRelease(history, 'B', lease);
@@ -183,14 +178,9 @@ describe('a holder paused right after sending its acquire (F2)', () => {
         const lease = await aAcquire;
         // A holds a lease only if the coordinator handed out one after its validity ran out; it must not.
         if (lease) {
-          await recordedIncrement(history, world.store, {
-            resource,
-            token: lease.token,
-            leaseRef: leaseRef(lease.id),
-            process: 'A',
-            opId: `A-${resource}`,
-            mode: 'guarded',
-          }).catch(() => undefined);
+          await recordedIncrement(history, world.store, holderIncrement('A', lease, 'guarded')).catch(
+            () => undefined,
+          );
         }
         return await judge(world, history, [resource]);
       }

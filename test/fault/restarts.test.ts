@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
 import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
-import { recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
+import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
+import { FaultWorld, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
 import { crashPostgres, restartPostgres } from './support/postgres-crash.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
@@ -69,14 +69,11 @@ async function restartedNode(c: RestartCase): Promise<{ verdict: Verdict; grante
     for (let i = 0; i < 3; i++) {
       const lease = await recordedAcquire(history, 'A', a, resource, { ttlMs: 2_000, waitMs: 5_000 });
       if (!lease) throw new Error('A did not get the lease');
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: lease.token,
-        leaseRef: leaseRef(lease.id),
-        process: 'A',
-        opId: `A${i}-${resource}`,
-        mode: 'guarded',
-      });
+      await recordedIncrement(
+        history,
+        world.store,
+        holderIncrement('A', lease, 'guarded', { opId: `A${i}-${resource}` }),
+      );
       await recordedRelease(history, 'A', lease);
     }
     await world.closeCoordinator(a);
@@ -100,14 +97,9 @@ async function restartedNode(c: RestartCase): Promise<{ verdict: Verdict; grante
       });
     }
     if (lease) {
-      await recordedIncrement(history, world.store, {
-        resource,
-        token: lease.token,
-        leaseRef: leaseRef(lease.id),
-        process: 'B',
-        opId: `B-${resource}`,
-        mode: 'guarded',
-      }).catch(() => undefined);
+      await recordedIncrement(history, world.store, holderIncrement('B', lease, 'guarded')).catch(
+        () => undefined,
+      );
       await recordedRelease(history, 'B', lease);
     }
     await world.closeCoordinator(b);

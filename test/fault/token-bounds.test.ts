@@ -5,7 +5,7 @@ import { TokenExhaustedError } from '@fenced/coordinator';
 import { MAX_TOKEN } from '@fenced/shared';
 import { ClockShim } from '../support/clock-shim.js';
 import { History } from '../support/history.js';
-import { recordedIncrement } from './support/counter-ops.js';
+import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
 import { FaultWorld, leaseRef, tokenKey, uniqueResource } from './support/fault-world.js';
 import { throughDoubles } from './support/naive-token-source.js';
 import { judge, recordedRelease, type Verdict } from './support/verdict.js';
@@ -99,14 +99,11 @@ async function upToTwoTo63(
     const token = reading === 'json-number' ? throughDoubles(lease.token) : lease.token;
     pending.ok({ token, leaseId: leaseRef(lease.id) });
     tokens.push(token);
-    await recordedIncrement(history, world.store, {
-      resource,
-      token: lease.token,
-      leaseRef: leaseRef(lease.id),
-      process: 'A',
-      opId: `A${i}-${resource}`,
-      mode: 'guarded',
-    });
+    await recordedIncrement(
+      history,
+      world.store,
+      holderIncrement('A', lease, 'guarded', { opId: `A${i}-${resource}` }),
+    );
     await recordedRelease(history, 'A', lease);
   }
   await world.closeCoordinator(coordinator);

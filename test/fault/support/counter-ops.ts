@@ -2,7 +2,8 @@ import { sql, type Transaction } from 'kysely';
 import type { GuardedStore } from '@fenced/guarded-store';
 import { InvalidRequestError, LockedError, StaleTokenError } from '@fenced/shared';
 import type { History } from '../../support/history.js';
-import type { CounterDb } from './fault-world.js';
+import type { Lease } from '@fenced/coordinator';
+import { leaseRef, type CounterDb } from './fault-world.js';
 
 /**
  * How a critical section writes the counter:
@@ -23,6 +24,27 @@ export interface Increment {
   readonly mode: WriteMode;
   /** A value read earlier, e.g. before a pause (reads-outside and unguarded only). */
   readonly readBefore?: bigint;
+}
+
+/**
+ * The increment a lease's holder makes: the lease's resource, token and lease, op id `<process>-<resource>`
+ * unless `options.opId` says otherwise.
+ */
+export function holderIncrement(
+  process: string,
+  lease: Pick<Lease, 'resource' | 'token' | 'id'>,
+  mode: WriteMode,
+  options: { readonly opId?: string; readonly readBefore?: bigint } = {},
+): Increment {
+  return {
+    resource: lease.resource,
+    token: lease.token,
+    leaseRef: leaseRef(lease.id),
+    process,
+    opId: options.opId ?? `${process}-${lease.resource}`,
+    mode,
+    ...(options.readBefore === undefined ? {} : { readBefore: options.readBefore }),
+  };
 }
 
 export async function readCounter(trx: Transaction<CounterDb>, resource: string): Promise<bigint> {
