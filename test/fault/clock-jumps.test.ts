@@ -1,6 +1,7 @@
 // F4, F5: clocks that jump — a Redis node's (through the LD_PRELOAD clock shim; the machine clock is never
 // touched) and a client process's. Redlock's timing assumptions break; tokens and the guard must not.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Lease } from '@fenced/coordinator';
 import { ClockShim } from '../support/clock-shim.js';
 import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
@@ -37,6 +38,27 @@ async function linksCutFrom(nodes: number[]): Promise<FaultProxies> {
   return set;
 }
 
+/**
+ * B, the newer holder, increments; then A, whose lease the clock fault cut short and which still believes it
+ * holds it, increments late (from the value it read earlier, when unguarded); both release.
+ */
+async function newerThenStaleWrite(
+  history: History,
+  mode: WriteMode,
+  bLease: Lease,
+  aLease: Lease,
+  aRead: bigint,
+): Promise<void> {
+  await recordedIncrement(history, world.store, holderIncrement('B', bLease, mode));
+  await recordedIncrement(
+    history,
+    world.store,
+    holderIncrement('A', aLease, mode, mode === 'unguarded' ? { readBefore: aRead } : {}),
+  ).catch(() => undefined);
+  await recordedRelease(history, 'B', bLease);
+  await recordedRelease(history, 'A', aLease);
+}
+
 describe('a node clock jumping forward while a client is cut off (F4)', () => {
   /**
    * A reaches only nodes 0-2 and is granted there. Node 2's clock then jumps past A's ttl, so A's key expires
@@ -58,14 +80,7 @@ describe('a node clock jumping forward while a client is cut off (F4)', () => {
       await nodeClock.jump(10_000, { clocks: 'realtime' });
       const bLease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 3_000 });
       if (!bLease) throw new Error('B did not get the lease: the clock jump did not expire A’s key');
-      await recordedIncrement(history, world.store, holderIncrement('B', bLease, mode));
-      await recordedIncrement(
-        history,
-        world.store,
-        holderIncrement('A', aLease, mode, mode === 'unguarded' ? { readBefore: aRead } : {}),
-      ).catch(() => undefined);
-      await recordedRelease(history, 'B', bLease);
-      await recordedRelease(history, 'A', aLease);
+      await newerThenStaleWrite(history, mode, bLease, aLease, aRead);
     } finally {
       await nodeClock.reset();
     }
@@ -106,14 +121,7 @@ describe('clocks jumping backward (F5)', () => {
       await sleep(800);
       const bLease = await recordedAcquire(history, 'B', c, resource, { ttlMs: 3_000, waitMs: 10_000 });
       if (!bLease) throw new Error('B did not get the lease');
-      await recordedIncrement(history, world.store, holderIncrement('B', bLease, mode));
-      await recordedIncrement(
-        history,
-        world.store,
-        holderIncrement('A', aLease, mode, mode === 'unguarded' ? { readBefore: aRead } : {}),
-      ).catch(() => undefined);
-      await recordedRelease(history, 'B', bLease);
-      await recordedRelease(history, 'A', aLease);
+      await newerThenStaleWrite(history, mode, bLease, aLease, aRead);
     } finally {
       await nodeClock.reset();
     }
