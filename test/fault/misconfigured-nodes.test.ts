@@ -8,7 +8,13 @@ import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
 import { FaultWorld, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, type Verdict } from './support/verdict.js';
+import {
+  guardedCriticalSections,
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  type Verdict,
+} from './support/verdict.js';
 
 /** Nodes 0-2, a majority, may evict any key under memory pressure: `maxmemory-policy allkeys-lru`. */
 const EVICTING = [0, 1, 2];
@@ -62,16 +68,7 @@ describe('nodes that may evict token registers (F14)', () => {
     await seedRegistersAhead(raw, resource, keyPrefix);
 
     const a = world.coordinator(options);
-    for (let i = 0; i < 3; i++) {
-      const lease = await recordedAcquire(history, 'A', a, resource, { ttlMs: 2_000, waitMs: 5_000 });
-      if (!lease) throw new Error('A did not get the lease');
-      await recordedIncrement(
-        history,
-        world.store,
-        holderIncrement('A', lease, 'guarded', { opId: `A${i}-${resource}` }),
-      );
-      await recordedRelease(history, 'A', lease);
-    }
+    await guardedCriticalSections(world, history, 'A', a, resource, 3);
     await world.closeCoordinator(a);
 
     const incarnation = `${keyPrefix}:node:incarnation`;

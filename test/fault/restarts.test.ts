@@ -8,7 +8,15 @@ import { History } from '../support/history.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
 import { FaultWorld, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
 import { crashPostgres, restartPostgres } from './support/postgres-crash.js';
-import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
+import {
+  guardedCriticalSections,
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  sleep,
+  until,
+  type Verdict,
+} from './support/verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
 
 let world: FaultWorld;
@@ -66,16 +74,7 @@ async function restartedNode(c: RestartCase): Promise<{ verdict: Verdict; grante
 
     const aLinks = await linksCutFrom([3, 4]);
     const a = world.coordinator({ ...options, nodes: aLinks.urls });
-    for (let i = 0; i < 3; i++) {
-      const lease = await recordedAcquire(history, 'A', a, resource, { ttlMs: 2_000, waitMs: 5_000 });
-      if (!lease) throw new Error('A did not get the lease');
-      await recordedIncrement(
-        history,
-        world.store,
-        holderIncrement('A', lease, 'guarded', { opId: `A${i}-${resource}` }),
-      );
-      await recordedRelease(history, 'A', lease);
-    }
+    await guardedCriticalSections(world, history, 'A', a, resource, 3);
     await world.closeCoordinator(a);
 
     await target.restart({ keepData: c.keepData });

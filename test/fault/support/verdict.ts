@@ -15,6 +15,7 @@ import { toJson, type History } from '../../support/history.js';
 import { TokenExhaustedError } from '@fenced/coordinator';
 import type { FaultWorld } from './fault-world.js';
 import { leaseRef } from './fault-world.js';
+import { holderIncrement, recordedIncrement } from './counter-ops.js';
 
 export interface Verdict extends CheckResult {
   /** Lock overlaps found (information: Redlock does not promise mutual exclusion). */
@@ -98,6 +99,33 @@ export async function recordedRelease(history: History, process: string, lease: 
       fields: { leaseId: leaseRef(lease.id), token: lease.token },
     })
     .catch(() => undefined);
+}
+
+/**
+ * `count` critical sections of one client, one after another: acquire (waiting), a guarded increment with op id
+ * `<process><i>-<resource>`, release. Throws if an acquire is not granted.
+ */
+export async function guardedCriticalSections(
+  world: FaultWorld,
+  history: History,
+  process: string,
+  coordinator: Coordinator,
+  resource: string,
+  count: number,
+): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const lease = await recordedAcquire(history, process, coordinator, resource, {
+      ttlMs: 2_000,
+      waitMs: 5_000,
+    });
+    if (!lease) throw new Error(`${process} did not get the lease`);
+    await recordedIncrement(
+      history,
+      world.store,
+      holderIncrement(process, lease, 'guarded', { opId: `${process}${i}-${resource}` }),
+    );
+    await recordedRelease(history, process, lease);
+  }
 }
 
 /** Sleeps; used to *cause* faults (outlive a ttl, let a pause last), never as a pass criterion. */
