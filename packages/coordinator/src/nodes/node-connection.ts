@@ -136,7 +136,11 @@ export class NodeConnection {
   };
 
   /** Runs a script; a NOSCRIPT (the node lost its script cache) fails the call and reloads the scripts. */
-  private runScript(name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
+  private runScript(
+    name: ScriptName,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
     return runScript(this.client, name, keys, args).catch((error: unknown) => {
       if (isNoScriptError(error)) this.loadScripts();
       throw error;
@@ -221,7 +225,7 @@ export class NodeConnection {
     args: readonly (string | number)[],
   ): Promise<ScriptReplies[S]> {
     return this.call(name, timeoutMs, async () =>
-      interpretReply(name, await this.runScript(name, [...keys], [...args])),
+      interpretReply(name, await this.runScript(name, keys, args)),
     );
   }
 
