@@ -6,7 +6,7 @@ import { Coordinator, type Lease } from '@fenced/coordinator';
 import { QuorumUnavailableError } from '@fenced/shared';
 import { NodeConnection } from '../../../packages/coordinator/src/nodes/node-connection.js';
 import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
-import { loadScriptSource } from '../../../packages/coordinator/src/redlock/scripts.js';
+import { loadScriptSource } from '../../../packages/coordinator/src/scripts/scripts.js';
 import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
 
 // The coordinator sends the acquires (and the releases) issued in one event-loop turn to each node as one

@@ -161,7 +161,7 @@ describe('contention', () => {
     // those keys as its own votes, not as another holder.
     const resource = unique('own-id');
     const client = raw[0]!;
-    const { loadScripts, runScript } = await import('../../../packages/coordinator/src/redlock/scripts.js');
+    const { loadScripts, runScript } = await import('../../../packages/coordinator/src/scripts/scripts.js');
     await loadScripts(client);
     await client.set(leaseKey(resource), 'attempt-id-0123456789|5', 'PX', 30_000);
     const keys = ['fenced:node:incarnation', leaseKey(resource), `fenced:{${resource}}:token`];

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { Coordinator, TokenExhaustedError, type Lease } from '@fenced/coordinator';
 import { MAX_TOKEN, QuorumUnavailableError } from '@fenced/shared';
 import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
-import { loadScripts, runScript } from '../../../packages/coordinator/src/redlock/scripts.js';
+import { loadScripts, runScript } from '../../../packages/coordinator/src/scripts/scripts.js';
 import { quorumOf } from '../../../packages/coordinator/src/redlock/quorum.js';
 
 let env: RedisNodes;

@@ -7,12 +7,12 @@ import {
   SCRIPT_CODES,
   ScriptCode,
   type ScriptName,
-} from '../../../packages/coordinator/src/redlock/script-results.js';
+} from '../../../packages/coordinator/src/scripts/script-results.js';
 import {
   loadScriptSource,
   SCRIPT_NAMES,
   scriptUrl,
-} from '../../../packages/coordinator/src/redlock/scripts.js';
+} from '../../../packages/coordinator/src/scripts/scripts.js';
 
 /** A well-formed sample reply for every (script, code) pair the contracts allow. */
 const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {

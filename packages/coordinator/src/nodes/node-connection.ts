@@ -5,13 +5,17 @@ import {
   interpretReply,
   type AcquireReply,
   type BatchScriptName,
+  type ExtendReply,
+  type InspectReply,
+  type PromiseReply,
   type ReleaseReply,
   type ScriptName,
   type ScriptReplies,
-} from '../redlock/script-results.js';
-import { isNoScriptError, loadScripts, runScript } from '../redlock/scripts.js';
-import { ScriptBatcher } from './script-batcher.js';
+} from '../scripts/script-results.js';
+import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
+import { ScriptBatcher } from '../scripts/script-batcher.js';
 import { resourceKeyPattern, incarnationKey } from '../redlock/keys.js';
+import type { ProtocolNode } from '../protocol/protocol-node.js';
 import {
   configProblems,
   parseConfigReply,
@@ -56,7 +60,7 @@ function ownedClientOptions(connectTimeoutMs: number) {
  * One Redis master: its client, what the coordinator knows about it, and bounded calls to it. Every call
  * races the node's timeout; a late reply is ignored by the caller (its effect on the node is not).
  */
-export class NodeConnection {
+export class NodeConnection implements ProtocolNode {
   readonly client: Redis;
   readonly address: string;
   /** Identity used to refuse duplicate nodes: host:port/db. */
@@ -189,6 +193,36 @@ export class NodeConnection {
     // release run first and its acquire then leave a key behind. Send those acquires now.
     if (this.acquires.pending) this.acquires.flush();
     return this.releases.call(timeoutMs, [keys.lease], [leaseId, keys.channel]);
+  }
+
+  /** A later token round (promise.lua). */
+  promise(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly token: string },
+    leaseId: string,
+    proposal: bigint,
+  ): Promise<PromiseReply> {
+    return this.script(
+      'promise',
+      timeoutMs,
+      [keys.lease, keys.token, incarnationKey(this.prefix)],
+      [leaseId, proposal.toString()],
+    );
+  }
+
+  /** Compare-and-extend (extend.lua). */
+  extend(
+    timeoutMs: number,
+    keys: { readonly lease: string },
+    leaseId: string,
+    ttlMs: number,
+  ): Promise<ExtendReply> {
+    return this.script('extend', timeoutMs, [keys.lease, incarnationKey(this.prefix)], [leaseId, ttlMs]);
+  }
+
+  /** This node's view of a lease (inspect.lua). */
+  inspect(timeoutMs: number, keys: { readonly lease: string }): Promise<InspectReply> {
+    return this.script('inspect', timeoutMs, [keys.lease, incarnationKey(this.prefix)], []);
   }
 
   private batcher<S extends BatchScriptName>(name: S, sharedKeys: readonly string[]): ScriptBatcher<S> {

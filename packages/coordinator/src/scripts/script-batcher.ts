@@ -4,7 +4,7 @@ import {
   splitBatchReply,
   type BatchScriptName,
   type ScriptReplies,
-} from '../redlock/script-results.js';
+} from './script-results.js';
 
 /** The most calls one script invocation carries: bounds how long a node runs one script (and blocks). */
 export const MAX_BATCH_SIZE = 128;

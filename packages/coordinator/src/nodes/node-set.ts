@@ -1,0 +1,327 @@
+/**
+ * The N Redis masters and what this process knows about them: which are reachable, configured safely,
+ * initialized, and being repaired — hence which may vote (DESIGN §3, "node requirements" and "a node that
+ * restarted empty").
+ *
+ * Safety argument:
+ * - A node votes only when its last probe passed the start-up checks (or they were waived) and it is known to
+ *   hold its incarnation key. The scripts check the incarnation key themselves on every vote, so a stale
+ *   "voting" view here can only ask a node that then abstains — it can never count an empty node's vote.
+ * - A node without its incarnation key has lost its state (or was never initialized). It is initialized fresh
+ *   only when *no* node of the set is initialized — then no node has ever voted, so no node can hold state
+ *   another lacks. Otherwise it is repaired (nodes/repair.ts), never initialized in place: a grant may be in flight
+ *   that counted its lost promise.
+ *
+ * Tests that fail when this breaks: test/fault/amnesia.test.ts (F19, F22), test/fault/restarts.test.ts (F6, F7),
+ * test/integration/coordinator/lifecycle.test.ts.
+ */
+import type { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
+import type { CoordinatorSettings } from '../options.js';
+import type { ProtocolClock, ProtocolContext } from '../protocol/protocol-node.js';
+import { incarnationKey } from '../redlock/keys.js';
+import { quorumOf, type NodeReply } from '../redlock/quorum.js';
+import { monotonicNow } from '../redlock/validity.js';
+import { NodeConnection, type NodeErrorSink } from './node-connection.js';
+import { runRepair } from './repair.js';
+
+/** One entry of `nodeStatus()`, for `/readyz`. */
+export interface NodeStatus {
+  node: number;
+  /** host:port, never credentials. */
+  address: string;
+  reachable: boolean;
+  role?: string;
+  /** appendonly yes, appendfsync always, maxmemory-policy noeviction, role master. */
+  configOk: boolean;
+  /** Which setting is wrong, or why the node does not vote. */
+  problems: string[];
+  /** False while unreachable, misconfigured, or restarted empty and not yet repaired. */
+  voting: boolean;
+  latencyMs?: number;
+}
+
+/** How often nodes that do not vote are probed again (reconnected, reconfigured, repaired elsewhere). */
+const RECHECK_INTERVAL_MS = 1_000;
+
+/** The monotonic clock of a real process. */
+export const SYSTEM_CLOCK: ProtocolClock = {
+  now: monotonicNow,
+  sleep: (ms, signal) => sleep(ms, undefined, signal === undefined ? undefined : { signal }),
+};
+
+export class NodeSet implements ProtocolContext {
+  readonly nodes: readonly NodeConnection[];
+  readonly quorum: number;
+  readonly clock: ProtocolClock = SYSTEM_CLOCK;
+  /** Bound of probes and repair calls: at least a second, however small the per-vote timeout. */
+  readonly probeTimeoutMs: number;
+
+  private readonly repairs = new Map<number, Promise<void>>();
+  private readonly repairProblems = new Map<number, string>();
+  private startup: Promise<void> | undefined;
+  private recheckTimer: NodeJS.Timeout | undefined;
+  private rechecking = false;
+
+  constructor(
+    nodes: unknown,
+    readonly settings: Readonly<CoordinatorSettings>,
+    readonly reportError: NodeErrorSink,
+    /** Aborted when the coordinator closes: stops re-checks and repairs. */
+    readonly closing: AbortSignal,
+  ) {
+    if (!Array.isArray(nodes) || nodes.length === 0) {
+      throw new InvalidRequestError('nodes must be a non-empty array of redis:// URLs or ioredis clients');
+    }
+    if (nodes.length > 99) throw new InvalidRequestError('nodes must hold at most 99 nodes');
+    this.probeTimeoutMs = Math.max(1_000, settings.nodeTimeoutMs);
+    const connections: NodeConnection[] = [];
+    try {
+      const seen = new Map<string, number>();
+      (nodes as Array<string | Redis>).forEach((node, index) => {
+        const connection = new NodeConnection(
+          index,
+          node,
+          settings.keyPrefix,
+          reportError,
+          this.probeTimeoutMs,
+        );
+        connections.push(connection);
+        const earlier = seen.get(connection.identity);
+        if (earlier !== undefined) {
+          throw new InvalidRequestError(
+            `nodes[${index}] duplicates nodes[${earlier}] (${connection.address}): each node must be a distinct Redis master`,
+          );
+        }
+        seen.set(connection.identity, index);
+      });
+    } catch (error) {
+      for (const node of connections) if (node.owned) node.client.disconnect();
+      throw error;
+    }
+    this.nodes = connections;
+    this.quorum = quorumOf(connections.length);
+  }
+
+  /** Runs the start-up checks once; every operation awaits it. */
+  started(): Promise<void> {
+    this.startup ??= this.start();
+    return this.startup;
+  }
+
+  isVoting(index: number): boolean {
+    const node = this.nodes[index];
+    return node !== undefined && node.isVoting(this.settings.unsafeAllowUnsafeNodes);
+  }
+
+  votingCount(): number {
+    return this.nodes.filter((n) => n.isVoting(this.settings.unsafeAllowUnsafeNodes)).length;
+  }
+
+  /** Probes every node now (for `/readyz`): one entry per node, in node order. */
+  async nodeStatus(): Promise<NodeStatus[]> {
+    await this.started();
+    await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
+    await this.afterProbe();
+    return this.nodes.map((node) => this.statusOf(node));
+  }
+
+  /** The running repair of node `index`, started if none runs. */
+  repairNode(index: number): Promise<void> {
+    const running = this.repairs.get(index);
+    if (running !== undefined) return running;
+    const node = this.nodes[index]!;
+    const repair = this.repairOnce(node).finally(() => this.repairs.delete(index));
+    this.repairs.set(index, repair);
+    return repair;
+  }
+
+  /** A script said NOT_INITIALIZED: the node restarted empty. It stops voting until repaired. */
+  noteAbstentions(replies: readonly NodeReply<{ readonly kind: string }>[]): void {
+    replies.forEach((reply, index) => {
+      if (reply.state !== 'ok') return;
+      const node = this.nodes[index]!;
+      if (reply.value.kind === 'not-initialized' && node.initialized) {
+        node.initialized = false;
+        this.reportError(
+          index,
+          'vote',
+          new Error(
+            `node ${node.address} has no incarnation key: it restarted empty and must be repaired before it votes`,
+          ),
+        );
+        if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
+      } else if (reply.value.kind === 'corrupt') {
+        this.reportError(
+          index,
+          'vote',
+          new Error(`node ${node.address} holds a token register that is not a decimal token`),
+        );
+      }
+    });
+  }
+
+  unavailable(
+    summary: string,
+    replies?: readonly NodeReply<{ readonly kind: string }>[],
+  ): QuorumUnavailableError {
+    const reasons = this.nodes.map((node, index): string | null => {
+      const reply = replies?.[index];
+      if (!node.isVoting(this.settings.unsafeAllowUnsafeNodes)) {
+        return this.statusOf(node).problems.join('; ') || 'does not vote';
+      }
+      if (reply === undefined || reply.state === 'ok')
+        return reply?.state === 'ok' && reply.value.kind === 'not-initialized' ? 'restarted empty' : null;
+      if (reply.state === 'pending') return 'no reply yet';
+      return reply.error instanceof Error ? reply.error.message : String(reply.error);
+    });
+    const detail = reasons
+      .map((reason, index) =>
+        reason === null ? null : `node ${index} (${this.nodes[index]!.address}): ${reason}`,
+      )
+      .filter((line): line is string => line !== null)
+      .join('; ');
+    return new QuorumUnavailableError(
+      `quorum unavailable: ${summary} (quorum is ${this.quorum} of ${this.nodes.length})${detail ? `: ${detail}` : ''}`,
+      reasons,
+    );
+  }
+
+  /** Stops re-checks, waits for running repairs to stop, closes the clients this set created. */
+  async close(): Promise<void> {
+    if (this.recheckTimer !== undefined) clearInterval(this.recheckTimer);
+    await Promise.allSettled([...this.repairs.values()]);
+    await Promise.all(this.nodes.map((node) => node.close()));
+  }
+
+  private async start(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs, { waitForConnection: true })));
+    for (const node of this.nodes) {
+      const problems = node.lastProbe?.configProblems ?? [];
+      if (problems.length > 0) {
+        const verdict = this.settings.unsafeAllowUnsafeNodes
+          ? 'accepted (unsafeAllowUnsafeNodes)'
+          : 'refused';
+        this.reportError(
+          node.index,
+          'check',
+          new Error(`node ${node.address} ${verdict}: ${problems.join('; ')}`),
+        );
+      }
+    }
+    await this.afterProbe();
+    this.recheckTimer = setInterval(() => void this.recheck(), RECHECK_INTERVAL_MS);
+    this.recheckTimer.unref();
+  }
+
+  /** Probes nodes that do not vote, so they rejoin when reachable, reconfigured or repaired. */
+  private async recheck(): Promise<void> {
+    if (this.rechecking || this.closing.aborted) return;
+    this.rechecking = true;
+    try {
+      const idle = this.nodes.filter(
+        (n) => !n.isVoting(this.settings.unsafeAllowUnsafeNodes) && !this.repairs.has(n.index),
+      );
+      if (idle.length === 0) return;
+      await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
+      await this.afterProbe();
+    } finally {
+      this.rechecking = false;
+    }
+  }
+
+  private configAccepted(node: NodeConnection): boolean {
+    const probe = node.lastProbe;
+    return probe !== undefined && (probe.configProblems.length === 0 || this.settings.unsafeAllowUnsafeNodes);
+  }
+
+  /** After a probe: initialize a fresh cluster, or start repairs of nodes that lost their state. */
+  private async afterProbe(): Promise<void> {
+    if (this.closing.aborted) return;
+    const uninitialized = this.nodes.filter(
+      (n) => !n.initialized && n.lastProbe?.reachable === true && this.configAccepted(n),
+    );
+    if (uninitialized.length === 0) return;
+    if (await this.nothingToLose()) {
+      // Every node is reachable and none holds a lease or a token register: there is no state a node could
+      // have lost, so initializing the uninitialized ones is safe (a brand-new cluster, or several coordinators
+      // initializing it at once). A lease or register created after this probe cannot involve an uninitialized
+      // node, because its scripts refuse to vote. With any node unreachable, its registers might be the only
+      // copy: then nothing is initialized, and nodes that lost state are repaired instead.
+      const inc = incarnationKey(this.settings.keyPrefix);
+      await Promise.all(
+        uninitialized.map(async (node) => {
+          try {
+            await node.call('initialize', this.probeTimeoutMs, (c) => c.set(inc, randomUUID(), 'NX'));
+            node.initialized = true;
+          } catch {
+            // stays non-voting; the next re-check tries again
+          }
+        }),
+      );
+      return;
+    }
+    if (!this.nodes.some((n) => n.initialized)) return;
+    for (const node of uninitialized) {
+      if (!this.repairs.has(node.index)) this.repairNode(node.index).catch(() => undefined);
+    }
+  }
+
+  /** Every node reachable, and none holds a lease or token register. */
+  private async nothingToLose(): Promise<boolean> {
+    if (!this.nodes.every((n) => n.lastProbe?.reachable === true)) return false;
+    try {
+      const found = await Promise.all(this.nodes.map((n) => n.hasResourceKeys(this.probeTimeoutMs)));
+      return !found.includes(true);
+    } catch {
+      return false;
+    }
+  }
+
+  private async repairOnce(node: NodeConnection): Promise<void> {
+    try {
+      await runRepair(this, node);
+      this.repairProblems.delete(node.index);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.repairProblems.set(node.index, `restarted empty and not repaired yet: ${message}`);
+      if (!this.closing.aborted) this.reportError(node.index, 'repair', error);
+      throw error;
+    }
+  }
+
+  statusOf(node: NodeConnection): NodeStatus {
+    const probe = node.lastProbe;
+    const problems: string[] = [];
+    if (probe === undefined) problems.push('not checked yet');
+    else {
+      if (!probe.reachable) problems.push(probe.error ?? 'unreachable');
+      problems.push(...probe.configProblems);
+      if (probe.configProblems.length > 0 && this.settings.unsafeAllowUnsafeNodes) {
+        problems.push('votes anyway: unsafeAllowUnsafeNodes is set');
+      }
+    }
+    if (node.repairStatus !== undefined) problems.push(node.repairStatus);
+    else if (!node.initialized && probe?.reachable) {
+      problems.push(
+        this.repairProblems.get(node.index) ??
+          (this.nodes.some((n) => n.initialized)
+            ? 'restarted empty (no incarnation key): waiting for repair'
+            : 'not initialized: a fresh cluster is initialized once all nodes are reachable and empty'),
+      );
+    }
+    const status: NodeStatus = {
+      node: node.index,
+      address: node.address,
+      reachable: probe?.reachable ?? false,
+      configOk: probe !== undefined && probe.reachable && probe.configProblems.length === 0,
+      problems,
+      voting: (probe?.reachable ?? false) && node.isVoting(this.settings.unsafeAllowUnsafeNodes),
+    };
+    if (probe?.role !== undefined) status.role = probe.role;
+    if (probe?.latencyMs !== undefined) status.latencyMs = probe.latencyMs;
+    return status;
+  }
+}

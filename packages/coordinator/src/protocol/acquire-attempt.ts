@@ -1,0 +1,161 @@
+/**
+ * One acquire attempt (DESIGN §2 with the token promise of §3 folded in).
+ *
+ * Safety argument, in the order the code keeps it:
+ * 1. The lease: acquire.lua sets the lease key only when it is absent or already ours, so two attempts cannot both
+ *    collect `quorum` votes at once — any two majorities share a node (redlock/quorum.ts).
+ * 2. The token: it is handed out only with a majority of *promises* (acquire.lua's folded-in first round, then
+ *    tokens/promise-rounds.ts); a majority of lease votes is not enough. Counting promises of fewer than `quorum`
+ *    nodes would let two grants share a token or go backwards (G2).
+ * 3. Validity (redlock/validity.ts) is `ttl − elapsed − drift`, measured on the monotonic clock from the start of
+ *    *this* attempt — before its first vote was sent, so every node's key expires no earlier than `start + ttl` —
+ *    and after every round trip the attempt needed, including the token rounds. A lease with validity at or
+ *    below `minValidityMs` is released and never handed out: no caller gets an already-expired lease. The restart
+ *    repair (nodes/repair.ts) relies on this: a grant is decided within its ttl of its start, or not at all.
+ * 4. A failed attempt releases everything it may hold (partial grants, or any node when replies are missing) before
+ *    the caller retries (DESIGN §2.4).
+ *
+ * Tests that fail when this breaks: test/unit/coordinator/acquire-attempt.test.ts (minority of promises, validity
+ * from the wrong moment, a lease with no validity left), test/integration/coordinator/*.test.ts on real nodes.
+ */
+import { NodeTimeoutError } from '../errors.js';
+import type { LeaseGrant } from '../lease.js';
+import type { ResourceKeys } from '../redlock/keys.js';
+import { fanOut, maxAgainst } from '../redlock/quorum.js';
+import { driftMs, validityMs } from '../redlock/validity.js';
+import type { AcquireReply } from '../scripts/script-results.js';
+import { promiseRounds } from '../tokens/promise-rounds.js';
+import type { TokenProposer } from '../tokens/proposal.js';
+import { QuorumUnavailableError } from '@fenced/shared';
+import { votingCalls, type ProtocolContext } from './protocol-node.js';
+import type { Releaser } from './release.js';
+
+export type AttemptResult =
+  | { readonly kind: 'granted'; readonly grant: LeaseGrant }
+  /** Not granted; `retryAfterMs` is when enough holders' keys expire, if known; `contended` if we won some votes. */
+  | { readonly kind: 'failed'; readonly retryAfterMs: number | undefined; readonly contended: boolean }
+  /** Too few votes from reachable nodes; `retryable` when slow (timed-out) nodes may answer next time. */
+  | { readonly kind: 'unavailable'; readonly error: QuorumUnavailableError; readonly retryable?: boolean }
+  | { readonly kind: 'exhausted' };
+
+export interface AttemptRequest {
+  readonly resource: string;
+  readonly keys: ResourceKeys;
+  readonly leaseId: string;
+  readonly ttlMs: number;
+}
+
+/** What an attempt uses besides the node set: where token guesses come from, and how to undo partial grants. */
+export interface AttemptDeps {
+  readonly proposer: TokenProposer;
+  readonly releaser: Pick<Releaser, 'undoAttempt'>;
+  /** Random extra delay for retries, 0 ..= retryJitterMs. */
+  readonly jitter: () => number;
+}
+
+/** One attempt: lease votes and the first token round on every voting node, then more token rounds if needed. */
+export async function attemptAcquire(
+  context: ProtocolContext,
+  deps: AttemptDeps,
+  request: AttemptRequest,
+): Promise<AttemptResult> {
+  const { resource, keys, leaseId, ttlMs } = request;
+  const { settings, clock } = context;
+  const guess = deps.proposer.firstGuess(resource);
+  if (guess === null) return { kind: 'exhausted' };
+  const start = clock.now();
+  // A vote that arrives after ttl − drift − minValidity can no longer make a usable lease, so waiting longer
+  // for it is pointless; a generous nodeTimeoutMs therefore never outlasts a short lease.
+  const usableMs = ttlMs - driftMs(ttlMs, settings.driftFactor) - settings.minValidityMs;
+  const timeout = Math.max(1, Math.min(settings.nodeTimeoutMs, usableMs));
+  const result = await fanOut(
+    votingCalls(context, (node) => node.acquire(timeout, keys, leaseId, ttlMs, guess)),
+    (reply) => reply.kind === 'granted',
+  );
+  context.noteAbstentions(result.replies);
+  let granted = 0;
+  let promised = 0;
+  const heldTtls: number[] = [];
+  for (const reply of result.replies) {
+    if (reply.state !== 'ok') continue;
+    const value: AcquireReply = reply.value;
+    if (value.kind === 'granted') {
+      granted++;
+      if (value.promised) promised++;
+      deps.proposer.observe(resource, value.promised ? guess : value.cur);
+    } else if (value.kind === 'held') {
+      deps.proposer.observe(resource, value.cur);
+      if (value.pttlMs >= 0) heldTtls.push(value.pttlMs);
+    }
+  }
+
+  if (result.outcome === 'lost') {
+    // Partial grants — and, when some replies are still out, any node at all — may hold our id: release
+    // before the next attempt so a failed attempt never blocks others (DESIGN §2.4).
+    await deps.releaser.undoAttempt(keys, leaseId);
+    // Classify from every node's final reply, not the snapshot at the decision: nodes still silent then (a
+    // partition, a hang) would otherwise read as "held by another", and a majority cut off would end a wait
+    // in LOCKED instead of QUORUM_UNAVAILABLE. The release above already waited out the same per-node bound.
+    const replies = await result.settled;
+    const nodeCount = context.nodes.length;
+    const unavailable = replies.filter(
+      (r) =>
+        r.state === 'error' ||
+        (r.state === 'ok' && (r.value.kind === 'not-initialized' || r.value.kind === 'corrupt')),
+    ).length;
+    if (unavailable > maxAgainst(nodeCount)) {
+      const timedOut = replies.filter(
+        (r) => r.state === 'error' && r.error instanceof NodeTimeoutError,
+      ).length;
+      return {
+        kind: 'unavailable',
+        error: context.unavailable('no majority of nodes could vote', replies),
+        retryable: unavailable - timedOut <= maxAgainst(nodeCount),
+      };
+    }
+    heldTtls.sort((a, b) => a - b);
+    // The next attempt can win once `quorum − granted` more holders' keys have expired.
+    const needed = context.quorum - granted;
+    const retryAfterMs =
+      needed >= 1 && heldTtls.length >= needed ? heldTtls[needed - 1]! + 1 + deps.jitter() : undefined;
+    return { kind: 'failed', retryAfterMs, contended: granted > 0 };
+  }
+
+  // The lease won a majority. The token is valid only if a majority also promised it (DESIGN §3).
+  let token = guess;
+  if (promised < context.quorum) {
+    const second = await promiseRounds(context, deps.proposer, request, guess);
+    if (second.kind !== 'promised') {
+      await deps.releaser.undoAttempt(keys, leaseId);
+      return second.kind === 'unavailable' || second.kind === 'exhausted'
+        ? second
+        : { kind: 'failed', retryAfterMs: undefined, contended: true };
+    }
+    token = second.token;
+  }
+
+  // Validity from the start of this (winning) attempt, after every round trip it needed (DESIGN §2.3).
+  const validity = validityMs(ttlMs, clock.now() - start, settings.driftFactor);
+  if (validity <= settings.minValidityMs) {
+    // Too little left to be useful — or already expired: never hand that out. Counts as a failed attempt.
+    await deps.releaser.undoAttempt(keys, leaseId);
+    // Not "locked": the nodes were too slow for this ttl. Retried while the wait lasts, reported as 503.
+    return {
+      kind: 'unavailable',
+      retryable: true,
+      error: new QuorumUnavailableError(
+        `quorum unavailable: the nodes answered too slowly for a ${ttlMs} ms ttl (validity left ${validity} ms, ` +
+          `minValidityMs is ${settings.minValidityMs}); retry, or use a longer ttl`,
+      ),
+    };
+  }
+  return {
+    kind: 'granted',
+    grant: {
+      token,
+      ttlMs,
+      validityMs: validity,
+      validUntil: start + ttlMs - driftMs(ttlMs, settings.driftFactor),
+    },
+  };
+}
