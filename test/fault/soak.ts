@@ -4,6 +4,7 @@
 //   npm run soak -- --seed 42 --minutes 10    seeds 42, 43, ... for 10 minutes
 //   npm run soak -- --seed 42                 replays the schedule of seed 42 once
 //   options: --run-seconds N (length of one schedule, default 60), --clients N (default 4)
+//   npm run soak -- --simulation --minutes 10 the protocol simulation (no servers) instead, for 10 minutes
 //
 // Every run is judged by every checker; a failing run prints its seed (to replay it), its violations and its
 // schedule, writes its history to .tmp/fault-histories/, and the soak exits 1.
@@ -18,6 +19,7 @@ const { values } = parseArgs({
     minutes: { type: 'string' },
     'run-seconds': { type: 'string', default: '60' },
     clients: { type: 'string', default: '4' },
+    simulation: { type: 'boolean', default: false },
   },
 });
 
@@ -41,6 +43,11 @@ if (!Number.isInteger(firstSeed)) {
 }
 // With a seed and no duration: replay that one schedule.
 const deadline = minutes === undefined ? undefined : performance.now() + minutes * 60_000;
+
+if (values.simulation) {
+  const { soakSimulation } = await import('./simulation-soak.js');
+  process.exit(await soakSimulation({ firstSeed, minutes }));
+}
 
 const tty = process.stdout.isTTY;
 function progressLine(seed: number, p: RandomRunProgress): void {

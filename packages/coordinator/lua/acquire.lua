@@ -3,8 +3,9 @@
 -- decided exactly as if it ran alone, in order.
 --
 -- KEYS[1]      incarnation key  `<prefix>:node:incarnation` (absent = this node restarted empty)
--- KEYS[2i]     lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
--- KEYS[2i+1]   token register   `<prefix>:{<resource>}:token`, value `cur` as a decimal string (absent = 0)
+-- KEYS[2]      floor            `<prefix>:node:floor` (what an absent register reads as; absent = 0)
+-- KEYS[2i+1]   lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
+-- KEYS[2i+2]   token register   `<prefix>:{<resource>}:token`, value `cur` as a decimal string (absent = floor)
 -- ARGV[3i-2]   lease id (base64url, never contains '|')
 -- ARGV[3i-1]   ttl in milliseconds (integer)
 -- ARGV[3i]     proposed token t (canonical decimal string, 1 ..= 2^63-1)
@@ -15,7 +16,7 @@
 --   {1, 0, cur}     GRANTED, promise REFUSED: t <= cur, cur unchanged (decimal string).
 --   {2, pttl, cur}  HELD: another lease holds the key; pttl is its remaining ttl in ms (-1: no expiry).
 --   {3}             NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
---   {4}             CORRUPT: the token register does not hold a decimal token; this node must not vote.
+--   {4}             CORRUPT: the token register or the floor does not hold a decimal token; no vote.
 --   {7, message}    CALL_ERROR: this call raised a Redis error (see include/call-error.lua); no vote.
 -- An argument count that does not match KEYS is an error reply (a caller bug, never a vote).
 --
@@ -23,11 +24,12 @@
 -- precision above 2^53, so a token is never passed through tonumber.
 
 -- @include decimal-token
+-- @include lease-value
 -- @include call-error
 
-local n = (#KEYS - 1) / 2
+local n = (#KEYS - 2) / 2
 if n < 1 or n % 1 ~= 0 or #ARGV ~= 3 * n then
-  return redis.error_reply('ERR fenced acquire: expected 1 + 2n keys and 3n arguments')
+  return redis.error_reply('ERR fenced acquire: expected 2 + 2n keys and 3n arguments')
 end
 
 local initialized = redis.call('EXISTS', KEYS[1]) == 1
@@ -36,21 +38,18 @@ local function acquire_one(lease_key, token_key, lease_id, ttl, proposal)
   if not initialized then
     return {3}
   end
-  local cur = read_register(token_key)
+  local cur = read_register(token_key, KEYS[2])
   if cur == nil then
     return {4}
   end
   local value = redis.call('GET', lease_key)
-  if value ~= false then
-    local sep = string.find(value, '|', 1, true)
-    local holder = sep and string.sub(value, 1, sep - 1) or value
-    -- Ownership check: a key holding our own id is a vote for us (an earlier attempt of this same acquire
-    -- reached this node), so retries never block themselves; any other value belongs to someone else.
-    if holder ~= lease_id then
-      return {2, redis.call('PTTL', lease_key), cur}
-    end
+  -- Ownership check: a key holding our own id is a vote for us (an earlier attempt of this same acquire
+  -- reached this node), so retries never block themselves; any other value belongs to someone else.
+  if value ~= false and lease_holder(value) ~= lease_id then
+    return {2, redis.call('PTTL', lease_key), cur}
   end
   redis.call('SET', lease_key, lease_id .. '|' .. proposal, 'PX', ttl)
+  -- The promise: only above everything this node ever promised for the resource (cur, or the floor).
   if greater(proposal, cur) then
     redis.call('SET', token_key, proposal)
     return {1, 1}
@@ -60,7 +59,7 @@ end
 
 local replies = {}
 for i = 1, n do
-  local ok, reply = pcall(acquire_one, KEYS[2 * i], KEYS[2 * i + 1], ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i])
+  local ok, reply = pcall(acquire_one, KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i])
   replies[i] = ok and reply or call_error(reply)
 end
 return replies

@@ -1,7 +1,7 @@
 -- extend.lua: compare-and-extend (DESIGN §2.6). Never touches the token register: extending keeps the token.
 --
--- KEYS[1]  lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`
--- KEYS[2]  incarnation key  `<prefix>:node:incarnation`
+-- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
+-- KEYS[2]  lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`
 -- ARGV[1]  lease id
 -- ARGV[2]  new ttl in milliseconds (integer)
 --
@@ -11,19 +11,16 @@
 --   {2}         NOT_HELD: the key is absent (expired, released) or holds another lease.
 --   {3}         NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
 
-if redis.call('EXISTS', KEYS[2]) == 0 then
+-- @include lease-value
+
+if redis.call('EXISTS', KEYS[1]) == 0 then
   return {3}
 end
 
-local value = redis.call('GET', KEYS[1])
-if value == false then
-  return {2}
-end
-local sep = string.find(value, '|', 1, true)
-local holder = sep and string.sub(value, 1, sep - 1) or value
+local value = redis.call('GET', KEYS[2])
 -- Ownership check: a late extend must never prolong a successor's lease (F11).
-if holder ~= ARGV[1] then
+if value == false or lease_holder(value) ~= ARGV[1] then
   return {2}
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, sep and string.sub(value, sep + 1) or ''}
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return {1, lease_token(value)}

@@ -15,6 +15,7 @@
 -- Release does not check the incarnation key: deleting our own lease is always safe, and a node that
 -- restarted empty holds nothing of ours anyway.
 
+-- @include lease-value
 -- @include call-error
 
 local n = #KEYS
@@ -27,10 +28,8 @@ local function release_one(lease_key, lease_id, channel)
   if value == false then
     return {2}
   end
-  local sep = string.find(value, '|', 1, true)
-  local holder = sep and string.sub(value, 1, sep - 1) or value
   -- Ownership check: a late release must never delete a successor's lease (F11).
-  if holder ~= lease_id then
+  if lease_holder(value) ~= lease_id then
     return {2}
   end
   redis.call('DEL', lease_key)

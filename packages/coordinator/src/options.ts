@@ -54,6 +54,15 @@ export interface CoordinatorOptions {
    */
   maxTtlMs?: number;
   /**
+   * How long a resource's token register stays on a node after its last use (no live lease, not read or written)
+   * before it is folded into the node's floor (DESIGN §3). Folding keeps tokens unique and increasing — an absent
+   * register reads as the floor, which is at least every value folded into it — and bounds each node's memory by
+   * the resources used within this period. Shorter frees memory sooner; a resource locked again after it was
+   * folded may need a second token round when its guess is below the floor. At least `maxTtlMs`.
+   * @defaultValue `2 × maxTtlMs`
+   */
+  tokenRetentionMs?: number;
+  /**
    * Let nodes that fail the start-up checks (appendonly yes, appendfsync always, maxmemory-policy noeviction,
    * role master) vote anyway. Development only: such nodes can lose or evict token registers, which breaks G2.
    * @defaultValue `false`
@@ -63,7 +72,7 @@ export interface CoordinatorOptions {
 
 export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes'>>;
 
-/** The one set of defaults; `nodes` has none. */
+/** The one set of defaults; `nodes` has none, and `tokenRetentionMs` follows `maxTtlMs` (twice it). */
 export const coordinatorDefaults = Object.freeze({
   keyPrefix: 'fenced',
   driftFactor: 0.01,
@@ -73,7 +82,7 @@ export const coordinatorDefaults = Object.freeze({
   minValidityMs: 10,
   maxTtlMs: 3_600_000,
   unsafeAllowUnsafeNodes: false,
-} satisfies CoordinatorSettings);
+} satisfies Omit<CoordinatorSettings, 'tokenRetentionMs'>);
 
 /** Largest `maxTtlMs`, `waitMs` and delay accepted: what a Node.js timer can hold (about 24.8 days). */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -92,11 +101,17 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
   const defined = Object.fromEntries(
     Object.entries(options).filter(([key, value]) => key !== 'nodes' && value !== undefined),
   ) as Partial<CoordinatorSettings>;
-  const known = new Set([...Object.keys(coordinatorDefaults), 'nodes']);
+  const known = new Set([...Object.keys(coordinatorDefaults), 'tokenRetentionMs', 'nodes']);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) throw new InvalidRequestError(`unknown coordinator option '${key}'`);
   }
-  const settings: CoordinatorSettings = { ...coordinatorDefaults, ...defined };
+  const merged = { ...coordinatorDefaults, ...defined };
+  const settings: CoordinatorSettings = {
+    ...merged,
+    tokenRetentionMs:
+      merged.tokenRetentionMs ??
+      (typeof merged.maxTtlMs === 'number' ? Math.min(2 * merged.maxTtlMs, MAX_TIMER_MS) : Number.NaN),
+  };
 
   if (typeof settings.keyPrefix !== 'string' || !KEY_PREFIX.test(settings.keyPrefix)) {
     throw new InvalidRequestError(
@@ -109,6 +124,7 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
   integer('retryJitterMs', settings.retryJitterMs, { min: 0, max: MAX_TIMER_MS });
   integer('minValidityMs', settings.minValidityMs, { min: 0, max: MAX_TIMER_MS });
   integer('maxTtlMs', settings.maxTtlMs, { min: 1, max: MAX_TIMER_MS });
+  integer('tokenRetentionMs', settings.tokenRetentionMs, { min: settings.maxTtlMs, max: MAX_TIMER_MS });
   if (typeof settings.unsafeAllowUnsafeNodes !== 'boolean') {
     throw new InvalidRequestError('unsafeAllowUnsafeNodes must be true or false');
   }

@@ -164,7 +164,12 @@ describe('contention', () => {
     const { loadScripts, runScript } = await import('../../../packages/coordinator/src/scripts/scripts.js');
     await loadScripts(client);
     await client.set(leaseKey(resource), 'attempt-id-0123456789|5', 'PX', 30_000);
-    const keys = ['fenced:node:incarnation', leaseKey(resource), `fenced:{${resource}}:token`];
+    const keys = [
+      'fenced:node:incarnation',
+      'fenced:node:floor',
+      leaseKey(resource),
+      `fenced:{${resource}}:token`,
+    ];
     const mine = await runScript(client, 'acquire', keys, ['attempt-id-0123456789', 5_000, '100']);
     expect(mine).toEqual([[1, 1]]);
     const [theirs] = (await runScript(client, 'acquire', keys, [

@@ -167,7 +167,12 @@ describe('fencing tokens on real nodes', () => {
     const promise = async (cur: string, t: string): Promise<unknown> => {
       const resource = unique('lua');
       await redis.set(tokenKey(resource), cur);
-      const keys = [`fenced:{${resource}}:lease`, tokenKey(resource), 'fenced:node:incarnation'];
+      const keys = [
+        'fenced:node:incarnation',
+        'fenced:node:floor',
+        `fenced:{${resource}}:lease`,
+        tokenKey(resource),
+      ];
       return runScript(redis, 'promise', keys, ['lease-id-0123456789', t]);
     };
     expect(await promise('99', '100')).toEqual([1, '100']); // longer is larger

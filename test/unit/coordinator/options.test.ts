@@ -9,7 +9,11 @@ describe('coordinator options', () => {
   it('merges over frozen defaults and freezes the result', () => {
     expect(Object.isFrozen(coordinatorDefaults)).toBe(true);
     const settings = resolveOptions({ nodes, nodeTimeoutMs: 75, driftFactor: undefined });
-    expect(settings).toEqual({ ...coordinatorDefaults, nodeTimeoutMs: 75 });
+    expect(settings).toEqual({
+      ...coordinatorDefaults,
+      nodeTimeoutMs: 75,
+      tokenRetentionMs: 2 * coordinatorDefaults.maxTtlMs,
+    });
     expect(Object.isFrozen(settings)).toBe(true);
   });
 
@@ -22,6 +26,8 @@ describe('coordinator options', () => {
     [{ retryJitterMs: Infinity }, /retryJitterMs/],
     [{ minValidityMs: -1 }, /minValidityMs/],
     [{ maxTtlMs: 0 }, /maxTtlMs/],
+    [{ maxTtlMs: 2_000, tokenRetentionMs: 1_999 }, /tokenRetentionMs must be an integer from 2000/],
+    [{ tokenRetentionMs: 1.5 }, /tokenRetentionMs/],
     [{ maxTtlMs: 5 }, /maxTtlMs must be at least/],
     [{ keyPrefix: '' }, /keyPrefix/],
     [{ keyPrefix: 'a{b' }, /keyPrefix/],

@@ -21,15 +21,27 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
   extend: { 1: [1, '42'], 2: [2], 3: [3] },
   release: { 1: [1], 2: [2], 7: [7, 'ERR x'] },
   inspect: { 1: [1, 1, '42'], 3: [3] },
-  'repair-token': { 1: [1, '42'], 4: [4], 6: [6] },
+  'repair-marker': { 1: [1], 10: [10], 11: [11], 6: [6] },
+  'repair-read': {
+    1: [1, 'incarnation-1', '17', '100', 'fenced:{a}:token', '42', 'fenced:{b}:token', '7'],
+    3: [3],
+    4: [4],
+    8: [8],
+    9: [9],
+  },
+  'repair-raise': { 1: [1], 4: [4], 6: [6] },
   'finish-repair': { 1: [1], 6: [6] },
+  fold: { 1: [1, '0', 3], 11: [11], 3: [3], 4: [4] },
 };
 
 describe('script result codes', () => {
   it('lists, for every script, exactly the codes its Lua source returns', () => {
     for (const name of SCRIPT_NAMES) {
       const lua = loadScriptSource(name);
-      const returned = new Set([...lua.matchAll(/return \{(\d+)/g)].map((m) => Number(m[1])));
+      // A reply is `return {code, …}`, or built up from `local reply = {code, …}` (repair-read's batch).
+      const returned = new Set(
+        [...lua.matchAll(/(?:return|local reply =) \{(\d+)/g)].map((m) => Number(m[1])),
+      );
       expect([...returned].sort(), name).toEqual([...SCRIPT_CODES[name]].sort());
     }
   });

@@ -22,12 +22,27 @@ local function greater(a, b)
   return false
 end
 
--- The register at `key` as a decimal string: '0' when absent (nothing promised yet), nil when it holds anything
--- but a token — then the node must not vote (CORRUPT), never treat it as 0.
-local function read_register(key)
+-- The node's floor (`<prefix>:node:floor`) as a decimal string: '0' when absent, nil when it holds anything but a
+-- token (then the node must not vote: CORRUPT).
+local function read_floor(floor_key)
+  local floor = redis.call('GET', floor_key)
+  if floor == false then
+    return '0'
+  end
+  if is_token(floor) then
+    return floor
+  end
+  return nil
+end
+
+-- The register at `key` as a decimal string. An absent register reads as the node's floor (DESIGN §3): registers
+-- of idle resources are folded into the floor (fold.lua), so the floor is at least every value folded away, and
+-- this node's answer for every resource stays at least every value it ever promised for it. nil when the register
+-- or the floor holds anything but a token — then the node must not vote (CORRUPT), never treat it as 0.
+local function read_register(key, floor_key)
   local cur = redis.call('GET', key)
   if cur == false then
-    return '0'
+    return read_floor(floor_key)
   end
   if is_token(cur) then
     return cur

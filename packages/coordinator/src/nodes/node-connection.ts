@@ -6,15 +6,27 @@ import {
   type AcquireReply,
   type BatchScriptName,
   type ExtendReply,
+  type FinishRepairReply,
+  type FoldReply,
   type InspectReply,
   type PromiseReply,
+  type RepairMarkerReply,
+  type RepairRaiseReply,
+  type RepairReadReply,
   type ReleaseReply,
   type ScriptName,
   type ScriptReplies,
 } from '../scripts/script-results.js';
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
-import { resourceKeyPattern, incarnationKey } from '../redlock/keys.js';
+import {
+  floorKey,
+  foldLockKey,
+  incarnationKey,
+  repairMarkerKey,
+  resourceKeyPattern,
+  tokenKeyPattern,
+} from '../redlock/keys.js';
 import type { ProtocolNode } from '../protocol/protocol-node.js';
 import {
   configProblems,
@@ -75,6 +87,8 @@ export class NodeConnection implements ProtocolNode {
   /** Set while a repair runs; shown in `nodeStatus().problems`. */
   repairStatus: string | undefined;
 
+  private readonly incarnationKey: string;
+  private readonly floorKey: string;
   private readonly acquires: ScriptBatcher<'acquire'>;
   private readonly releases: ScriptBatcher<'release'>;
   private flushScheduled = false;
@@ -123,7 +137,9 @@ export class NodeConnection implements ProtocolNode {
         `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
       );
     }
-    this.acquires = this.batcher('acquire', [incarnationKey(prefix)]);
+    this.incarnationKey = incarnationKey(prefix);
+    this.floorKey = floorKey(prefix);
+    this.acquires = this.batcher('acquire', [this.incarnationKey, this.floorKey]);
     this.releases = this.batcher('release', []);
     if (this.owned) {
       // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
@@ -205,7 +221,7 @@ export class NodeConnection implements ProtocolNode {
     return this.script(
       'promise',
       timeoutMs,
-      [keys.lease, keys.token, incarnationKey(this.prefix)],
+      [this.incarnationKey, this.floorKey, keys.lease, keys.token],
       [leaseId, proposal.toString()],
     );
   }
@@ -217,12 +233,84 @@ export class NodeConnection implements ProtocolNode {
     leaseId: string,
     ttlMs: number,
   ): Promise<ExtendReply> {
-    return this.script('extend', timeoutMs, [keys.lease, incarnationKey(this.prefix)], [leaseId, ttlMs]);
+    return this.script('extend', timeoutMs, [this.incarnationKey, keys.lease], [leaseId, ttlMs]);
   }
 
   /** This node's view of a lease (inspect.lua). */
   inspect(timeoutMs: number, keys: { readonly lease: string }): Promise<InspectReply> {
-    return this.script('inspect', timeoutMs, [keys.lease, incarnationKey(this.prefix)], []);
+    return this.script('inspect', timeoutMs, [this.incarnationKey, keys.lease], []);
+  }
+
+  /** Claims or renews this node's repair marker (repair-marker.lua). */
+  repairMarker(
+    timeoutMs: number,
+    operation: 'claim' | 'renew',
+    repairId: string,
+    markerTtlMs: number,
+  ): Promise<RepairMarkerReply> {
+    return this.script(
+      'repair-marker',
+      timeoutMs,
+      [this.incarnationKey, repairMarkerKey(this.prefix)],
+      [operation, repairId, markerTtlMs],
+    );
+  }
+
+  /** One batch of this node's token registers, read as a repair source (repair-read.lua). */
+  repairRead(
+    timeoutMs: number,
+    cursor: string,
+    count: number,
+    incarnation: string,
+  ): Promise<RepairReadReply> {
+    return this.script(
+      'repair-read',
+      timeoutMs,
+      [this.incarnationKey, repairMarkerKey(this.prefix), this.floorKey],
+      [cursor, count, tokenKeyPattern(this.prefix), incarnation],
+    );
+  }
+
+  /** Raises this node's floor and a batch of its registers while under repair (repair-raise.lua). */
+  repairRaise(
+    timeoutMs: number,
+    repairId: string,
+    floor: bigint,
+    registers: readonly (readonly [string, bigint])[],
+  ): Promise<RepairRaiseReply> {
+    const keys = [repairMarkerKey(this.prefix), this.floorKey];
+    const args: string[] = [repairId, floor.toString()];
+    for (const [key, value] of registers) {
+      keys.push(key);
+      args.push(value.toString());
+    }
+    return this.script('repair-raise', timeoutMs, keys, args);
+  }
+
+  /** Lets this node vote again if the repair is still ours (finish-repair.lua). */
+  finishRepair(timeoutMs: number, repairId: string, incarnation: string): Promise<FinishRepairReply> {
+    return this.script(
+      'finish-repair',
+      timeoutMs,
+      [this.incarnationKey, repairMarkerKey(this.prefix)],
+      [repairId, incarnation],
+    );
+  }
+
+  /** One SCAN step of a fold pass (fold.lua). */
+  fold(
+    timeoutMs: number,
+    cursor: string,
+    count: number,
+    minIdleSeconds: number,
+    passIntervalMs: number,
+  ): Promise<FoldReply> {
+    return this.script(
+      'fold',
+      timeoutMs,
+      [this.incarnationKey, this.floorKey, foldLockKey(this.prefix)],
+      [cursor, count, tokenKeyPattern(this.prefix), minIdleSeconds, passIntervalMs],
+    );
   }
 
   private batcher<S extends BatchScriptName>(name: S, sharedKeys: readonly string[]): ScriptBatcher<S> {
@@ -305,8 +393,7 @@ export class NodeConnection implements ProtocolNode {
         parseRole,
         () => undefined,
       );
-      const initialized =
-        (await this.call('check', timeoutMs, (c) => c.exists(incarnationKey(this.prefix)))) === 1;
+      const initialized = (await this.call('check', timeoutMs, (c) => c.exists(this.incarnationKey))) === 1;
       probe = {
         reachable: true,
         role,
@@ -326,8 +413,12 @@ export class NodeConnection implements ProtocolNode {
     return probe;
   }
 
-  /** Whether the node holds any resource key (a lease or a token register). SCANs: used only at initialization. */
+  /**
+   * Whether the node holds any resource key (a lease or a token register) or a floor: state another node could
+   * lack. SCANs: used only before initializing a fresh cluster.
+   */
   async hasResourceKeys(timeoutMs: number): Promise<boolean> {
+    if ((await this.call('check', timeoutMs, (c) => c.exists(this.floorKey))) === 1) return true;
     let cursor = '0';
     do {
       const [next, keys] = await this.call('check', timeoutMs, (c) =>

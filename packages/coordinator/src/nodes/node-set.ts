@@ -25,7 +25,7 @@ import { incarnationKey } from '../redlock/keys.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink } from './node-connection.js';
-import { runRepair } from './repair.js';
+import { repairNode, type RepairContext, type RepairNode } from './repair.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
 export interface NodeStatus {
@@ -45,6 +45,8 @@ export interface NodeStatus {
 
 /** How often nodes that do not vote are probed again (reconnected, reconfigured, repaired elsewhere). */
 const RECHECK_INTERVAL_MS = 1_000;
+/** Registers per fold step (SCAN COUNT hint): bounds how long one step blocks a node. */
+const FOLD_BATCH = 500;
 
 /** The monotonic clock of a real process. */
 export const SYSTEM_CLOCK: ProtocolClock = {
@@ -64,6 +66,8 @@ export class NodeSet implements ProtocolContext {
   private startup: Promise<void> | undefined;
   private recheckTimer: NodeJS.Timeout | undefined;
   private rechecking = false;
+  private foldTimer: NodeJS.Timeout | undefined;
+  private folding = false;
 
   constructor(
     nodes: unknown,
@@ -138,6 +142,40 @@ export class NodeSet implements ProtocolContext {
     return repair;
   }
 
+  /**
+   * One fold pass over every voting node (DESIGN §3): registers idle for `tokenRetentionMs` go into the node's
+   * floor. Runs every half retention (at most every minute, at least every second) in the background; one process
+   * per node and interval does the work (fold.lua's lock), the others find it busy. Returns how many registers
+   * this call folded.
+   */
+  async foldIdleRegisters(): Promise<number> {
+    const retentionMs = this.settings.tokenRetentionMs;
+    // OBJECT IDLETIME counts whole seconds, so round up: a register is never folded before the retention.
+    const minIdleSeconds = Math.ceil(retentionMs / 1_000) + 1;
+    let folded = 0;
+    await Promise.all(
+      this.nodes
+        .filter((node) => this.isVoting(node.index))
+        .map(async (node) => {
+          let cursor = '0';
+          do {
+            if (this.closing.aborted) return;
+            const reply = await node.fold(
+              this.probeTimeoutMs,
+              cursor,
+              FOLD_BATCH,
+              minIdleSeconds,
+              foldIntervalMs(retentionMs),
+            );
+            if (reply.kind !== 'folded') return; // busy (another process's pass), empty, or corrupt
+            folded += reply.folded;
+            cursor = reply.cursor;
+          } while (cursor !== '0');
+        }),
+    );
+    return folded;
+  }
+
   /** A script said NOT_INITIALIZED: the node restarted empty. It stops voting until repaired. */
   noteAbstentions(replies: readonly NodeReply<{ readonly kind: string }>[]): void {
     replies.forEach((reply, index) => {
@@ -192,6 +230,7 @@ export class NodeSet implements ProtocolContext {
   /** Stops re-checks, waits for running repairs to stop, closes the clients this set created. */
   async close(): Promise<void> {
     if (this.recheckTimer !== undefined) clearInterval(this.recheckTimer);
+    if (this.foldTimer !== undefined) clearInterval(this.foldTimer);
     await Promise.allSettled([...this.repairs.values()]);
     await Promise.all(this.nodes.map((node) => node.close()));
   }
@@ -214,6 +253,23 @@ export class NodeSet implements ProtocolContext {
     await this.afterProbe();
     this.recheckTimer = setInterval(() => void this.recheck(), RECHECK_INTERVAL_MS);
     this.recheckTimer.unref();
+    this.foldTimer = setInterval(
+      () => void this.foldInBackground(),
+      foldIntervalMs(this.settings.tokenRetentionMs),
+    );
+    this.foldTimer.unref();
+  }
+
+  private async foldInBackground(): Promise<void> {
+    if (this.folding || this.closing.aborted) return;
+    this.folding = true;
+    try {
+      await this.foldIdleRegisters();
+    } catch {
+      // reported as nodeError events; the next pass tries again
+    } finally {
+      this.folding = false;
+    }
   }
 
   /** Probes nodes that do not vote, so they rejoin when reachable, reconfigured or repaired. */
@@ -244,12 +300,19 @@ export class NodeSet implements ProtocolContext {
       (n) => !n.initialized && n.lastProbe?.reachable === true && this.configAccepted(n),
     );
     if (uninitialized.length === 0) return;
-    if (await this.nothingToLose()) {
-      // Every node is reachable and none holds a lease or a token register: there is no state a node could
-      // have lost, so initializing the uninitialized ones is safe (a brand-new cluster, or several coordinators
-      // initializing it at once). A lease or register created after this probe cannot involve an uninitialized
-      // node, because its scripts refuse to vote. With any node unreachable, its registers might be the only
-      // copy: then nothing is initialized, and nodes that lost state are repaired instead.
+    if (this.nodes.some((n) => n.initialized)) {
+      // Some node holds its incarnation key, so the set has voted before: a node without one lost its state, and
+      // a grant in flight may have counted what it lost. Never initialize it in place; repair it (nodes/repair.ts).
+      for (const node of uninitialized) {
+        if (!this.repairs.has(node.index)) this.repairNode(node.index).catch(() => undefined);
+      }
+      return;
+    }
+    if (await this.freshCluster()) {
+      // No node is initialized, so no node has ever voted (every script refuses to without the incarnation key),
+      // and none holds a register or a floor: there is no state one node could hold that another lacks.
+      // Initializing every node at once is then safe — a brand-new cluster, or several coordinators initializing it
+      // together (SET NX). With any node unreachable, nothing is initialized.
       const inc = incarnationKey(this.settings.keyPrefix);
       await Promise.all(
         uninitialized.map(async (node) => {
@@ -261,17 +324,14 @@ export class NodeSet implements ProtocolContext {
           }
         }),
       );
-      return;
-    }
-    if (!this.nodes.some((n) => n.initialized)) return;
-    for (const node of uninitialized) {
-      if (!this.repairs.has(node.index)) this.repairNode(node.index).catch(() => undefined);
     }
   }
 
-  /** Every node reachable, and none holds a lease or token register. */
-  private async nothingToLose(): Promise<boolean> {
-    if (!this.nodes.every((n) => n.lastProbe?.reachable === true)) return false;
+  /** Every node reachable, none initialized, and none holds a lease, a token register or a floor. */
+  private async freshCluster(): Promise<boolean> {
+    if (!this.nodes.every((n) => n.lastProbe?.reachable === true && n.lastProbe.initialized === false)) {
+      return false;
+    }
     try {
       const found = await Promise.all(this.nodes.map((n) => n.hasResourceKeys(this.probeTimeoutMs)));
       return !found.includes(true);
@@ -281,15 +341,35 @@ export class NodeSet implements ProtocolContext {
   }
 
   private async repairOnce(node: NodeConnection): Promise<void> {
+    node.repairStatus = 'restarted empty: repair starting';
     try {
-      await runRepair(this, node);
+      await repairNode(this.repairContext(), node);
+      node.initialized = true;
       this.repairProblems.delete(node.index);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.repairProblems.set(node.index, `restarted empty and not repaired yet: ${message}`);
       if (!this.closing.aborted) this.reportError(node.index, 'repair', error);
       throw error;
+    } finally {
+      node.repairStatus = undefined;
     }
+  }
+
+  private repairContext(): RepairContext {
+    return {
+      nodes: this.nodes,
+      quorum: this.quorum,
+      settings: this.settings,
+      clock: this.clock,
+      callTimeoutMs: this.probeTimeoutMs,
+      closing: this.closing,
+      status: (node: RepairNode, text: string | undefined) => {
+        const connection = this.nodes[node.index];
+        if (connection !== undefined) connection.repairStatus = text ?? 'restarted empty: repair starting';
+      },
+      reportError: this.reportError,
+    };
   }
 
   statusOf(node: NodeConnection): NodeStatus {
@@ -309,7 +389,7 @@ export class NodeSet implements ProtocolContext {
         this.repairProblems.get(node.index) ??
           (this.nodes.some((n) => n.initialized)
             ? 'restarted empty (no incarnation key): waiting for repair'
-            : 'not initialized: a fresh cluster is initialized once all nodes are reachable and empty'),
+            : 'not initialized: a fresh cluster is initialized once every node is reachable and empty'),
       );
     }
     const status: NodeStatus = {
@@ -324,4 +404,9 @@ export class NodeSet implements ProtocolContext {
     if (probe?.latencyMs !== undefined) status.latencyMs = probe.latencyMs;
     return status;
   }
+}
+
+/** How often fold passes start: half the retention, at least every second, at most every minute. */
+export function foldIntervalMs(tokenRetentionMs: number): number {
+  return Math.min(60_000, Math.max(1_000, Math.floor(tokenRetentionMs / 2)));
 }

@@ -27,6 +27,19 @@ export function incarnationKey(prefix: string): string {
   return `${prefix}:node:incarnation`;
 }
 
+/**
+ * Per-node floor (DESIGN §3): what an absent token register reads as. Registers of idle resources are folded into
+ * it, so memory tracks active resources while every answer stays at least every value the node ever promised.
+ */
+export function floorKey(prefix: string): string {
+  return `${prefix}:node:floor`;
+}
+
+/** Per-node lock of a fold pass: one process folds a node's idle registers per interval. */
+export function foldLockKey(prefix: string): string {
+  return `${prefix}:node:fold`;
+}
+
 /** Per-node marker of a repair in progress; the repair only completes if its marker survived. */
 export function repairMarkerKey(prefix: string): string {
   return `${prefix}:node:repair`;

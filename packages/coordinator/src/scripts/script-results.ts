@@ -15,11 +15,28 @@ export const ScriptCode = {
   NO_REPAIR_MARKER: 6,
   /** One call of a batch raised a Redis error; `{7, message}`. Thrown as NodeCallError, never returned. */
   CALL_ERROR: 7,
+  /** A repair source holds a repair marker: it is itself under repair and must not be read. */
+  UNDER_REPAIR: 8,
+  /** A repair source's incarnation changed between two batches of one read: it restarted meanwhile. */
+  INCARNATION_CHANGED: 9,
+  /** The node holds its incarnation key: there is nothing to repair. */
+  INITIALIZED: 10,
+  /** Another repair holds the node's repair marker. */
+  BUSY: 11,
 } as const;
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
 
 export type ScriptName =
-  'acquire' | 'promise' | 'extend' | 'release' | 'inspect' | 'repair-token' | 'finish-repair';
+  | 'acquire'
+  | 'promise'
+  | 'extend'
+  | 'release'
+  | 'inspect'
+  | 'repair-marker'
+  | 'repair-read'
+  | 'repair-raise'
+  | 'finish-repair'
+  | 'fold';
 
 /** The codes each script may return. */
 export const SCRIPT_CODES = {
@@ -34,8 +51,17 @@ export const SCRIPT_CODES = {
   extend: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED],
   release: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.CALL_ERROR],
   inspect: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
-  'repair-token': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
+  'repair-marker': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.BUSY, ScriptCode.NO_REPAIR_MARKER],
+  'repair-read': [
+    ScriptCode.OK,
+    ScriptCode.NOT_INITIALIZED,
+    ScriptCode.UNDER_REPAIR,
+    ScriptCode.INCARNATION_CHANGED,
+    ScriptCode.CORRUPT,
+  ],
+  'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
+  fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
 
 /** Results shared by several scripts: the node must not vote. */
@@ -59,10 +85,31 @@ export type ReleaseReply = { readonly kind: 'released' } | { readonly kind: 'not
 export type InspectReply =
   | { readonly kind: 'view'; readonly held: boolean; readonly token: bigint | null }
   | { readonly kind: 'not-initialized' };
-export type RepairTokenReply =
-  | { readonly kind: 'raised'; readonly cur: bigint }
-  | { readonly kind: 'corrupt' }
+export type RepairMarkerReply =
+  | { readonly kind: 'claimed' }
+  | { readonly kind: 'initialized' }
+  | { readonly kind: 'busy' }
   | { readonly kind: 'no-repair-marker' };
+export type RepairReadReply =
+  | {
+      readonly kind: 'read';
+      readonly incarnation: string;
+      /** SCAN cursor to continue from; '0' when the read is complete. */
+      readonly cursor: string;
+      readonly floor: bigint;
+      readonly registers: readonly (readonly [key: string, value: bigint])[];
+    }
+  | { readonly kind: 'not-initialized' }
+  | { readonly kind: 'under-repair' }
+  | { readonly kind: 'incarnation-changed' }
+  | { readonly kind: 'corrupt' };
+export type RepairRaiseReply =
+  { readonly kind: 'raised' } | { readonly kind: 'corrupt' } | { readonly kind: 'no-repair-marker' };
+export type FoldReply =
+  | { readonly kind: 'folded'; readonly cursor: string; readonly folded: number }
+  | { readonly kind: 'busy' }
+  | { readonly kind: 'not-initialized' }
+  | { readonly kind: 'corrupt' };
 export type FinishRepairReply = { readonly kind: 'finished' } | { readonly kind: 'no-repair-marker' };
 
 export interface ScriptReplies {
@@ -71,8 +118,11 @@ export interface ScriptReplies {
   extend: ExtendReply;
   release: ReleaseReply;
   inspect: InspectReply;
-  'repair-token': RepairTokenReply;
+  'repair-marker': RepairMarkerReply;
+  'repair-read': RepairReadReply;
+  'repair-raise': RepairRaiseReply;
   'finish-repair': FinishRepairReply;
+  fold: FoldReply;
 }
 
 /**
@@ -140,14 +190,56 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'not-initialized' });
     }
   },
-  'repair-token': (r) => {
-    switch (r.code(SCRIPT_CODES['repair-token'])) {
+  'repair-marker': (r) => {
+    switch (r.code(SCRIPT_CODES['repair-marker'])) {
       case ScriptCode.OK:
-        return r.done({ kind: 'raised', cur: r.register(1) });
+        return r.done({ kind: 'claimed' });
+      case ScriptCode.INITIALIZED:
+        return r.done({ kind: 'initialized' });
+      case ScriptCode.BUSY:
+        return r.done({ kind: 'busy' });
+      case ScriptCode.NO_REPAIR_MARKER:
+        return r.done({ kind: 'no-repair-marker' });
+    }
+  },
+  'repair-read': (r) => {
+    switch (r.code(SCRIPT_CODES['repair-read'])) {
+      case ScriptCode.OK: {
+        const incarnation = r.text(1);
+        const cursor = r.cursor(2);
+        const floor = r.register(3);
+        return r.done({ kind: 'read', incarnation, cursor, floor, registers: r.registerPairs(4) });
+      }
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.UNDER_REPAIR:
+        return r.done({ kind: 'under-repair' });
+      case ScriptCode.INCARNATION_CHANGED:
+        return r.done({ kind: 'incarnation-changed' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+    }
+  },
+  'repair-raise': (r) => {
+    switch (r.code(SCRIPT_CODES['repair-raise'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'raised' });
       case ScriptCode.CORRUPT:
         return r.done({ kind: 'corrupt' });
       case ScriptCode.NO_REPAIR_MARKER:
         return r.done({ kind: 'no-repair-marker' });
+    }
+  },
+  fold: (r) => {
+    switch (r.code(SCRIPT_CODES.fold)) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'folded', cursor: r.cursor(1), folded: r.integer(2) });
+      case ScriptCode.BUSY:
+        return r.done({ kind: 'busy' });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
     }
   },
   'finish-repair': (r) => {
@@ -231,6 +323,31 @@ class ReplyReader {
     const parsed = BigInt(text);
     if (parsed > MAX_TOKEN) throw this.malformed(`field ${index} exceeds 2^63-1`);
     return parsed;
+  }
+
+  /** A non-empty string. */
+  text(index: number): string {
+    const value = this.at(index);
+    if (typeof value !== 'string' || value === '') throw this.malformed(`field ${index} must be a string`);
+    return value;
+  }
+
+  /** A SCAN cursor: a decimal string. */
+  cursor(index: number): string {
+    const value = this.at(index);
+    if (typeof value !== 'string' || !/^(0|[1-9][0-9]{0,19})$/.test(value)) {
+      throw this.malformed(`field ${index} must be a SCAN cursor`);
+    }
+    return value;
+  }
+
+  /** The rest of the reply from `index` on, as (key, token register value) pairs. */
+  registerPairs(index: number): [string, bigint][] {
+    if ((this.items.length - index) % 2 !== 0) throw this.malformed('expected key/value pairs');
+    const pairs: [string, bigint][] = [];
+    for (let i = index; i < this.items.length; i += 2) pairs.push([this.text(i), this.register(i + 1)]);
+    this.used = Math.max(this.used, this.items.length);
+    return pairs;
   }
 
   /** A token, or '' for none. */

@@ -9,12 +9,15 @@ import type { ScriptName } from './script-results.js';
  */
 export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' } = {
   acquire: 'batch',
-  promise: 3,
+  promise: 4,
   extend: 2,
   release: 'batch',
   inspect: 2,
-  'repair-token': 2,
+  'repair-marker': 2,
+  'repair-read': 3,
+  'repair-raise': 'batch',
   'finish-repair': 2,
+  fold: 3,
 };
 
 export const SCRIPT_NAMES = Object.keys(SCRIPT_KEY_COUNTS) as ScriptName[];

@@ -1,0 +1,235 @@
+/**
+ * A discrete-event world for the protocol simulation: virtual time, a message transport whose every delay, loss and
+ * duplicate is a *choice*, and node adapters that let the coordinator's real protocol code (acquire attempt, token
+ * rounds, release, repair) run against in-memory nodes (sim-node.ts).
+ *
+ * Every nondeterministic decision goes through one `Chooser`: replaying the same choices replays the same run
+ * exactly, which is how a failure found by the seeded-random search or the exhaustive search is reproduced.
+ * Messages have unbounded delay (a "long" choice can outlast any ttl), so "a promise still in flight after a crash
+ * and a repair" is just one choice away; timers (timeouts, sit-outs, sleeps) fire exactly on virtual time.
+ */
+import { NodeTimeoutError } from '../../../packages/coordinator/src/errors.js';
+import type {
+  ProtocolClock,
+  ProtocolNode,
+} from '../../../packages/coordinator/src/protocol/protocol-node.js';
+import type { RepairNode } from '../../../packages/coordinator/src/nodes/repair.js';
+import type { SimNodeModel } from './sim-node.js';
+
+/** Picks one of `options` (0 = the default) at a named decision point. */
+export type Chooser = (point: string, options: number) => number;
+
+/** What a message may do: arrive after one of the delays, be lost, or arrive twice. */
+export interface LinkChoices {
+  /** Delays to choose from, in ms; the first is the default. */
+  readonly delaysMs: readonly number[];
+  /** Whether loss is a choice (the request or the reply never arrives). */
+  readonly losses: boolean;
+  /** Whether a request may be delivered twice (the second copy's reply is dropped). */
+  readonly duplicates: boolean;
+}
+
+interface Timer {
+  readonly at: number;
+  readonly seq: number;
+  readonly label: string;
+  readonly fire: () => void;
+  cancelled: boolean;
+}
+
+export class SimWorld {
+  time = 0;
+  /** Event counter: the real-time order of everything that happens. */
+  seq = 0;
+  steps = 0;
+  private readonly queue: Timer[] = [];
+  readonly log: string[] = [];
+
+  constructor(
+    readonly choose: Chooser,
+    readonly links: LinkChoices,
+    private readonly logging = false,
+  ) {}
+
+  note(text: string): void {
+    if (this.logging) this.log.push(`${this.time}ms #${this.seq}: ${text}`);
+  }
+
+  /** Schedules `fire` at virtual time `at`. */
+  at(at: number, label: string, fire: () => void): Timer {
+    const timer: Timer = { at: Math.max(at, this.time), seq: this.seq++, label, fire, cancelled: false };
+    // Insert in (at, seq) order; the queue stays small, so a linear insert is fine.
+    let i = this.queue.length;
+    while (
+      i > 0 &&
+      (this.queue[i - 1]!.at > timer.at ||
+        (this.queue[i - 1]!.at === timer.at && this.queue[i - 1]!.seq > timer.seq))
+    )
+      i--;
+    this.queue.splice(i, 0, timer);
+    return timer;
+  }
+
+  /** A monotonic clock on virtual time for one process. */
+  clock(): ProtocolClock {
+    return {
+      now: () => this.time,
+      sleep: (ms, signal) =>
+        new Promise<void>((resolve, reject) => {
+          if (signal?.aborted) {
+            reject(signal.reason as Error);
+            return;
+          }
+          const timer = this.at(this.time + Math.max(0, ms), 'sleep', () => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          });
+          const onAbort = (): void => {
+            timer.cancelled = true;
+            reject(signal!.reason as Error);
+          };
+          signal?.addEventListener('abort', onAbort, { once: true });
+        }),
+    };
+  }
+
+  /**
+   * One call from a process to a node: the request arrives after a chosen delay (or never), `apply` runs at the
+   * node then (atomically), and the reply comes back after another chosen delay (or never). The caller's timeout
+   * rejects with NodeTimeoutError — the call may still take effect later, exactly as on a real network.
+   */
+  call<T>(label: string, timeoutMs: number, apply: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timeout = this.at(this.time + timeoutMs, `timeout ${label}`, () => {
+        if (settled) return;
+        settled = true;
+        reject(new NodeTimeoutError(label, timeoutMs));
+      });
+      const deliver = (withReply: boolean): void => {
+        const reply = apply();
+        this.note(`${label} applied`);
+        if (!withReply) return;
+        const back = this.delay(`reply ${label}`);
+        if (back === null) return;
+        this.at(this.time + back, `reply ${label}`, () => {
+          if (settled) return;
+          settled = true;
+          timeout.cancelled = true;
+          resolve(reply);
+        });
+      };
+      const delay = this.delay(`request ${label}`);
+      if (delay === null) return;
+      this.at(this.time + delay, `request ${label}`, () => deliver(true));
+      if (this.links.duplicates && this.choose(`duplicate ${label}`, 2) === 1) {
+        const again = this.delay(`duplicate request ${label}`);
+        if (again !== null) this.at(this.time + again, `duplicate ${label}`, () => deliver(false));
+      }
+    });
+  }
+
+  /** A chosen delay, or null for a lost message. */
+  private delay(point: string): number | null {
+    const options = this.links.delaysMs.length + (this.links.losses ? 1 : 0);
+    const pick = this.choose(point, options);
+    return pick < this.links.delaysMs.length ? this.links.delaysMs[pick]! : null;
+  }
+
+  /**
+   * Runs events until none is left, `maxSteps` were run, or virtual time passes `untilMs`. Before each event every
+   * pending promise continuation runs (a macrotask turn drains the microtask queue), so the real async code reacts to
+   * each event completely before the next. `afterEach` is the place for invariant checks.
+   */
+  async run(options: { maxSteps: number; untilMs: number; afterEach?: () => void }): Promise<void> {
+    for (;;) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const next = this.queue.shift();
+      if (next === undefined) return;
+      if (next.cancelled) continue;
+      if (next.at > options.untilMs || this.steps >= options.maxSteps) return;
+      this.time = next.at;
+      this.seq++;
+      this.steps++;
+      next.fire();
+      options.afterEach?.();
+    }
+  }
+}
+
+/** The resource keys a simulated script call uses (the same names the coordinator derives). */
+interface Keys {
+  readonly lease: string;
+  readonly token?: string;
+}
+
+/** A process's connection to one simulated node: the ProtocolNode and RepairNode slices over the transport. */
+export class SimNode implements ProtocolNode, RepairNode {
+  readonly address: string;
+
+  constructor(
+    private readonly world: SimWorld,
+    readonly model: SimNodeModel,
+    /** Who is calling, for the log. */
+    private readonly caller: string,
+  ) {
+    this.address = `sim-${model.index}`;
+  }
+
+  get index(): number {
+    return this.model.index;
+  }
+
+  private call<T>(what: string, timeoutMs: number, apply: () => T): Promise<T> {
+    return this.world.call(`${this.caller}->n${this.model.index} ${what}`, timeoutMs, apply);
+  }
+
+  acquire(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number, proposal: bigint) {
+    return this.call(`acquire t=${proposal}`, timeoutMs, () =>
+      this.model.acquire(keys.lease, keys.token!, leaseId, ttlMs, proposal),
+    );
+  }
+
+  promise(timeoutMs: number, keys: Keys, leaseId: string, proposal: bigint) {
+    return this.call(`promise t=${proposal}`, timeoutMs, () =>
+      this.model.promise(keys.lease, keys.token!, leaseId, proposal),
+    );
+  }
+
+  extend(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number) {
+    return this.call('extend', timeoutMs, () => this.model.extend(keys.lease, leaseId, ttlMs));
+  }
+
+  release(timeoutMs: number, keys: Keys, leaseId: string) {
+    return this.call('release', timeoutMs, () => this.model.release(keys.lease, leaseId));
+  }
+
+  inspect(timeoutMs: number, keys: Keys) {
+    return this.call('inspect', timeoutMs, () => this.model.inspect(keys.lease));
+  }
+
+  repairMarker(timeoutMs: number, operation: 'claim' | 'renew', repairId: string, markerTtlMs: number) {
+    return this.call(`repair-marker ${operation}`, timeoutMs, () =>
+      this.model.repairMarker(operation, repairId, markerTtlMs),
+    );
+  }
+
+  repairRead(timeoutMs: number, cursor: string, count: number, incarnation: string) {
+    return this.call('repair-read', timeoutMs, () => this.model.repairRead(cursor, count, incarnation));
+  }
+
+  repairRaise(
+    timeoutMs: number,
+    repairId: string,
+    floor: bigint,
+    registers: readonly (readonly [string, bigint])[],
+  ) {
+    return this.call(`repair-raise floor=${floor}`, timeoutMs, () =>
+      this.model.repairRaise(repairId, floor, registers),
+    );
+  }
+
+  finishRepair(timeoutMs: number, repairId: string, incarnation: string) {
+    return this.call('finish-repair', timeoutMs, () => this.model.finishRepair(repairId, incarnation));
+  }
+}
