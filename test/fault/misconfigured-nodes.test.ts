@@ -3,7 +3,7 @@
 // restarted empty.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QuorumUnavailableError } from '@fenced/shared';
+import { UnsafeNodeError } from '@fenced/coordinator';
 import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
@@ -40,7 +40,7 @@ describe('nodes that may evict token registers (F14)', () => {
     const history = new History();
     const coordinator = world.coordinator({ keyPrefix: `f14-${randomUUID().slice(0, 8)}` });
     const error: unknown = await coordinator.ready().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(QuorumUnavailableError);
+    expect(error).toBeInstanceOf(UnsafeNodeError);
     expect((error as Error).message).toMatch(/maxmemory-policy is 'allkeys-lru'; it must be 'noeviction'/);
     expect(await recordedAcquire(history, 'A', coordinator, resource, { ttlMs: 1_000 })).toBeNull();
     const verdict = await judge(world, history, [resource]);

@@ -1,12 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  InvalidRequestError,
-  LockedError,
-  QuorumUnavailableError,
-  validateResourceName,
-} from '@fenced/shared';
-import { TokenExhaustedError } from './errors.js';
+import type { QuorumUnavailableError } from '@fenced/shared';
+import { InvalidRequestError, LockedError, validateResourceName } from '@fenced/shared';
+import { CoordinatorClosedError, TokenExhaustedError, UnsafeNodeError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease.js';
 import { keepLeaseAlive } from './lease-keeper.js';
 import { newLeaseId } from './lease-ids.js';
@@ -93,11 +89,17 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /**
    * Runs the start-up checks once (CONFIG GET, INFO replication, incarnation keys; initializes a fresh cluster,
    * starts repairs of nodes that restarted empty). Every operation awaits it implicitly.
+   * @throws UnsafeNodeError when a node fails the start-up checks (unless `unsafeAllowUnsafeNodes`), naming the
+   *   node and the setting
    * @throws QuorumUnavailableError when fewer than a quorum of nodes may vote; the message names each node's
    *   problems. The coordinator keeps re-checking in the background, so a later call may succeed.
+   * @throws CoordinatorClosedError after `close()`
    */
   async ready(): Promise<void> {
+    this.throwIfClosed();
     await this.nodes.started();
+    const unsafe = this.nodes.unsafeNodes();
+    if (unsafe.length > 0) throw new UnsafeNodeError(unsafe);
     const voting = this.nodes.votingCount();
     if (voting < this.quorum)
       throw this.nodes.unavailable(`only ${voting} of ${this.nodeCount} nodes may vote`);
@@ -203,7 +205,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /** Stops background work, unsubscribes, and closes the clients this coordinator created. */
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
-    this.closing.abort(new QuorumUnavailableError('the coordinator is closed'));
+    this.closing.abort(new CoordinatorClosedError());
     this.releaser.close();
     await this.notifier.close();
     await this.nodes.close();
@@ -335,7 +337,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   }
 
   private throwIfClosed(): void {
-    if (this.closing.signal.aborted) throw new QuorumUnavailableError('the coordinator is closed');
+    if (this.closing.signal.aborted) throw new CoordinatorClosedError();
   }
 
   private validateAcquire(

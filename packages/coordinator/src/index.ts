@@ -9,7 +9,15 @@ export type {
 export type { Lease } from './lease.js';
 export { coordinatorDefaults } from './options.js';
 export type { CoordinatorOptions } from './options.js';
-export { MalformedReplyError, NodeCallError, NodeTimeoutError, TokenExhaustedError } from './errors.js';
+export {
+  CoordinatorClosedError,
+  MalformedReplyError,
+  NodeCallError,
+  NodeTimeoutError,
+  TokenExhaustedError,
+  UnsafeNodeError,
+} from './errors.js';
+export type { UnsafeNode } from './errors.js';
 // The HTTP service (`server.ts` is its process entry point; `createApp` builds it without listening).
 export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
 export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loadConfig, type ServiceConfig } from './config.js';
 import { Coordinator } from './coordinator.js';
+import { UnsafeNodeError } from './errors.js';
 import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
 import { createServiceLogger } from './http/service-logger.js';
@@ -129,7 +130,8 @@ async function untilReady(coordinator: Coordinator, timeoutMs: number, logger: L
       await coordinator.ready();
       return;
     } catch (error) {
-      if (performance.now() + 500 > deadline) throw error;
+      // An unsafe node does not fix itself: refuse at once, naming the node and the setting.
+      if (error instanceof UnsafeNodeError || performance.now() + 500 > deadline) throw error;
       logger.warn({ err: safeError(error) }, 'waiting for a quorum of voting Redis nodes');
       await new Promise((resolve) => setTimeout(resolve, 500));
     }

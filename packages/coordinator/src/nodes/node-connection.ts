@@ -92,6 +92,7 @@ export class NodeConnection implements ProtocolNode {
   private readonly acquires: ScriptBatcher<'acquire'>;
   private readonly releases: ScriptBatcher<'release'>;
   private flushScheduled = false;
+  private lastConnectionError: unknown;
 
   constructor(
     readonly index: number,
@@ -141,6 +142,10 @@ export class NodeConnection implements ProtocolNode {
     this.floorKey = floorKey(prefix);
     this.acquires = this.batcher('acquire', [this.incarnationKey, this.floorKey]);
     this.releases = this.batcher('release', []);
+    // Remembered to say *why* a node is unreachable (ioredis' own message is "Stream isn't writeable").
+    this.client.on('error', (error: unknown) => {
+      this.lastConnectionError = error;
+    });
     if (this.owned) {
       // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
       this.client.on('error', (error: unknown) => this.reportError(this.index, 'connection', error));
@@ -406,7 +411,7 @@ export class NodeConnection implements ProtocolNode {
       probe = {
         reachable: false,
         configProblems: this.lastProbe?.configProblems ?? [],
-        error: `unreachable: ${error instanceof Error ? error.message : String(error)}`,
+        error: `unreachable: ${describeConnectionError(error, this.lastConnectionError)}`,
       };
     }
     this.lastProbe = probe;
@@ -439,6 +444,35 @@ export class NodeConnection implements ProtocolNode {
       this.client.disconnect();
     }
   }
+}
+
+/**
+ * A node error in words an operator can act on: `connection refused`, `timed out after N ms`, `host not found`,
+ * instead of the driver's internals ("Stream isn't writeable and enableOfflineQueue options is false").
+ */
+export function describeConnectionError(error: unknown, lastConnectionError?: unknown): string {
+  if (error instanceof NodeTimeoutError) return `timed out after ${error.timeoutMs} ms`;
+  const code = (e: unknown): string | undefined =>
+    typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string' ? e.code : undefined;
+  const named = (c: string | undefined): string | undefined =>
+    c === 'ECONNREFUSED'
+      ? 'connection refused'
+      : c === 'ENOTFOUND' || c === 'EAI_AGAIN'
+        ? 'host not found'
+        : c === 'ECONNRESET'
+          ? 'connection reset'
+          : c === 'ETIMEDOUT'
+            ? 'connection timed out'
+            : c === 'EHOSTUNREACH' || c === 'ENETUNREACH'
+              ? 'host unreachable'
+              : undefined;
+  const direct = named(code(error));
+  if (direct !== undefined) return direct;
+  const message = error instanceof Error ? error.message : String(error);
+  if (/Stream isn't writeable|Connection is closed/.test(message)) {
+    return named(code(lastConnectionError)) ?? 'not connected (the connection is closed; reconnecting)';
+  }
+  return message;
 }
 
 /** Races a promise against a timer; the timer never keeps the process alive. */

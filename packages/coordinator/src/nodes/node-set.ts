@@ -19,6 +19,7 @@ import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
+import type { UnsafeNode } from '../errors.js';
 import type { CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from '../protocol/protocol-node.js';
 import { incarnationKey } from '../redlock/keys.js';
@@ -118,6 +119,14 @@ export class NodeSet implements ProtocolContext {
   isVoting(index: number): boolean {
     const node = this.nodes[index];
     return node !== undefined && node.isVoting(this.settings.unsafeAllowUnsafeNodes);
+  }
+
+  /** Nodes whose last probe found unsafe settings, unless the checks are waived. */
+  unsafeNodes(): UnsafeNode[] {
+    if (this.settings.unsafeAllowUnsafeNodes) return [];
+    return this.nodes
+      .filter((n) => (n.lastProbe?.configProblems.length ?? 0) > 0)
+      .map((n) => ({ node: n.index, address: n.address, problems: [...n.lastProbe!.configProblems] }));
   }
 
   votingCount(): number {
