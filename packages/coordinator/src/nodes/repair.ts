@@ -112,13 +112,15 @@ export async function repairNode(
   timing: RepairTiming = DEFAULT_REPAIR_TIMING,
 ): Promise<void> {
   try {
+    let restartedBecause: string | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
-        await repairOnce(context, target, timing);
+        await repairOnce(context, target, timing, restartedBecause);
         return;
       } catch (error) {
         if (!(error instanceof RepairRestart) || attempt >= timing.maxRestarts) throw error;
-        context.status(target, `restarted empty: ${error.message}; the repair starts over`);
+        restartedBecause = `repair attempt ${attempt + 2}: ${error.message}, so the repair starts over`;
+        context.status(target, `restarted empty: ${restartedBecause}`);
       }
     }
   } finally {
@@ -126,7 +128,12 @@ export async function repairNode(
   }
 }
 
-async function repairOnce(context: RepairContext, target: RepairNode, timing: RepairTiming): Promise<void> {
+async function repairOnce(
+  context: RepairContext,
+  target: RepairNode,
+  timing: RepairTiming,
+  restartedBecause: string | undefined,
+): Promise<void> {
   const { clock, settings } = context;
   const newId = context.newId ?? randomUUID;
   const repairId = newId();
@@ -151,7 +158,8 @@ async function repairOnce(context: RepairContext, target: RepairNode, timing: Re
     const sitOutMs = settings.maxTtlMs + driftMs(settings.maxTtlMs, settings.driftFactor);
     context.status(
       target,
-      `restarted empty: sits out ${sitOutMs} ms (maxTtlMs + drift) before copying registers and voting again`,
+      `restarted empty: sits out ${sitOutMs} ms (maxTtlMs + drift) before copying registers and voting again` +
+        (restartedBecause === undefined ? '' : ` (${restartedBecause})`),
     );
     await keeper.sleep(claimedAt + sitOutMs - clock.now());
 
