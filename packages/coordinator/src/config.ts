@@ -30,6 +30,11 @@ export interface ServiceConfig {
   readonly keyPrefix: string | undefined;
   /** `FENCED_NODE_TIMEOUT_MS`: the coordinator's per-node call bound, when set. */
   readonly nodeTimeoutMs: number | undefined;
+  /**
+   * `FENCED_TOKEN_RETENTION_MS`: the coordinator's `tokenRetentionMs` (how long an idle resource's token register
+   * stays before it is folded into the node's floor), when set; at least `FENCED_MAX_TTL_MS`.
+   */
+  readonly tokenRetentionMs: number | undefined;
   /** `FENCED_LOG_LEVEL`. */
   readonly logLevel: (typeof LOG_LEVELS)[number];
   /** `FENCED_SHUTDOWN_GRACE_MS`: how long in-flight requests may finish after SIGTERM/SIGINT. */
@@ -145,6 +150,7 @@ const ENV_SCHEMA = z.object({
       .optional(),
   ),
   FENCED_NODE_TIMEOUT_MS: integer(1, 60_000),
+  FENCED_TOKEN_RETENTION_MS: integer(1, 2_147_483_647),
   FENCED_LOG_LEVEL: optional.pipe(
     z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
   ),
@@ -189,10 +195,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
         : e.FENCED_UNSAFE_ALLOW_UNSAFE_NODES === 'true' || e.FENCED_UNSAFE_ALLOW_UNSAFE_NODES === '1',
     keyPrefix: e.FENCED_KEY_PREFIX,
     nodeTimeoutMs: e.FENCED_NODE_TIMEOUT_MS,
+    tokenRetentionMs: e.FENCED_TOKEN_RETENTION_MS,
     logLevel: e.FENCED_LOG_LEVEL ?? d.logLevel,
     shutdownGraceMs: e.FENCED_SHUTDOWN_GRACE_MS ?? d.shutdownGraceMs,
     startupTimeoutMs: e.FENCED_STARTUP_TIMEOUT_MS ?? d.startupTimeoutMs,
   };
+  if (config.tokenRetentionMs !== undefined && config.tokenRetentionMs < config.maxTtlMs) {
+    throw new InvalidRequestError(
+      `invalid configuration: FENCED_TOKEN_RETENTION_MS (${config.tokenRetentionMs}) must be at least FENCED_MAX_TTL_MS (${config.maxTtlMs})`,
+    );
+  }
   if (config.minTtlMs > config.maxTtlMs) {
     throw new InvalidRequestError(
       `invalid configuration: FENCED_MIN_TTL_MS (${config.minTtlMs}) must not exceed FENCED_MAX_TTL_MS (${config.maxTtlMs})`,

@@ -38,6 +38,7 @@ export async function startServer(
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
     ...(config.keyPrefix !== undefined ? { keyPrefix: config.keyPrefix } : {}),
     ...(config.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: config.nodeTimeoutMs } : {}),
+    ...(config.tokenRetentionMs !== undefined ? { tokenRetentionMs: config.tokenRetentionMs } : {}),
   });
   try {
     await untilReady(coordinator, config.startupTimeoutMs, logger);

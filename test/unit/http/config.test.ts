@@ -42,6 +42,7 @@ describe('service configuration from the environment', () => {
       FENCED_UNSAFE_ALLOW_UNSAFE_NODES: 'true',
       FENCED_KEY_PREFIX: 'svc',
       FENCED_NODE_TIMEOUT_MS: '80',
+      FENCED_TOKEN_RETENTION_MS: '120000',
       FENCED_LOG_LEVEL: 'warn',
       FENCED_SHUTDOWN_GRACE_MS: '0',
       FENCED_STARTUP_TIMEOUT_MS: '1000',
@@ -59,6 +60,7 @@ describe('service configuration from the environment', () => {
       unsafeAllowUnsafeNodes: true,
       keyPrefix: 'svc',
       nodeTimeoutMs: 80,
+      tokenRetentionMs: 120000,
       logLevel: 'warn',
       shutdownGraceMs: 0,
       startupTimeoutMs: 1000,
@@ -109,6 +111,9 @@ describe('service configuration from the environment', () => {
     expect(error({ FENCED_REDIS_URLS: urls, FENCED_MIN_TTL_MS: '5000', FENCED_MAX_TTL_MS: '1000' })).toMatch(
       /FENCED_MIN_TTL_MS \(5000\) must not exceed FENCED_MAX_TTL_MS/,
     );
+    expect(
+      error({ FENCED_REDIS_URLS: urls, FENCED_MAX_TTL_MS: '60000', FENCED_TOKEN_RETENTION_MS: '59999' }),
+    ).toMatch(/FENCED_TOKEN_RETENTION_MS \(59999\) must be at least FENCED_MAX_TTL_MS \(60000\)/);
   });
 
   it('reports every bad variable at once', () => {
