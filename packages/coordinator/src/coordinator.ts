@@ -27,6 +27,7 @@ import { incarnationKey, repairMarkerKey, resourceKeys, type ResourceKeys } from
 import { fanOut, maxAgainst, quorumOf, type NodeReply } from './redlock/quorum.js';
 import type { AcquireReply } from './redlock/script-results.js';
 import { driftMs, monotonicNow, validityMs } from './redlock/validity.js';
+import { createLeaseSigner, type LeaseSigner } from './signing/lease-signer.js';
 import { TokenProposer } from './tokens/proposal.js';
 import { ReleaseNotifier, type ReleaseSubscription } from './waiters.js';
 
@@ -106,10 +107,13 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   private recheckTimer: NodeJS.Timeout | undefined;
   private readonly releaseRetries = new Set<NodeJS.Timeout>();
   private rechecking = false;
+  /** Signs every lease when `signingKey` is set (DESIGN §4b); built before any connection exists. */
+  private readonly signer: LeaseSigner | undefined;
 
   constructor(options: CoordinatorOptions) {
     super();
     this.settings = resolveOptions(options);
+    this.signer = createLeaseSigner(options.signingKey);
     const nodes: unknown = options.nodes;
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new InvalidRequestError('nodes must be a non-empty array of redis:// URLs or ioredis clients');
@@ -225,7 +229,13 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     this.validateLeaseId(leaseId);
     this.validateTtl(ttlMs);
     const grant = await this.extendLease(resource, leaseId, ttlMs, undefined);
-    return new GrantedLease(this, resource, leaseId, grant);
+    return new GrantedLease(
+      this,
+      resource,
+      leaseId,
+      grant,
+      this.signer?.sign(resource, grant.token, leaseId),
+    );
   }
 
   /**
@@ -465,7 +475,10 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       validityMs: validity,
       validUntil: start + ttlMs - driftMs(ttlMs, this.settings.driftFactor),
     };
-    return { kind: 'granted', lease: new GrantedLease(this, resource, leaseId, grant) };
+    return {
+      kind: 'granted',
+      lease: new GrantedLease(this, resource, leaseId, grant, this.signer?.sign(resource, token, leaseId)),
+    };
   }
 
   /**
