@@ -165,7 +165,9 @@ describe('fencedWrites with verifyKeys', () => {
       .set(FENCING_PROOF_HEADER as 'Cookie', [l.proof!, l.proof!]) // one line per value
       .send({ body: 'x' });
     expect(response.status).toBe(400);
-    expect(response.body.error.message).toMatch(/Fencing-Proof header must appear once/);
+    expect((response.body as { error: { message: string } }).error.message).toMatch(
+      /Fencing-Proof header must appear once/,
+    );
     await l.release();
   });
 });
