@@ -1,6 +1,7 @@
 import {
   checkCommitOrder,
   checkCounter,
+  checkGrantedTokens,
   checkTokens,
   combine,
   reportOverlaps,
@@ -72,10 +73,18 @@ export interface RunAnalysis {
   readonly verdict: Verdict;
 }
 
-const REFUSAL_CODES = new Set(['STALE_TOKEN']);
+const REFUSAL_CODES = new Set(['STALE_TOKEN', 'INVALID_PROOF']);
 
 function isRefusal(op: OpRecord): boolean {
-  return !op.outcome.ok && (REFUSAL_CODES.has(op.outcome.code ?? '') || op.outcome.status === 409);
+  return (
+    !op.outcome.ok &&
+    (REFUSAL_CODES.has(op.outcome.code ?? '') || op.outcome.status === 409 || op.outcome.status === 403)
+  );
+}
+
+/** Whether the run's workers used the coordinator and the guard (every fenced run, and both runs of F20). */
+function isGuarded(record: RunRecord): boolean {
+  return record.mode === 'fenced' || record.protection === 'signatures';
 }
 
 /** `1846123456789012345` → `…012345`: tokens are 19 digits; the tail tells them apart on a timeline. */
@@ -126,7 +135,9 @@ export function analyseRun(record: RunRecord): RunAnalysis {
     final: record.final?.value ?? 0,
     op: 'increment',
   });
-  const checks = combine({ tokens, 'commit order': order, 'lost update': counter });
+  // Token provenance (F20): every committed token was granted, and every stale refusal had a real grant above it.
+  const provenance = checkGrantedTokens(history);
+  const checks = combine({ tokens, 'commit order': order, 'lost update': counter, provenance });
   const overlaps = reportOverlaps(history, { honourValidity: true }).overlaps;
 
   const writes = classifyWrites(record, ops, grantOf);
@@ -145,15 +156,19 @@ function toHistory(
   ops.forEach((o, index) => {
     const call = index + 1;
     const grant = o.op === 'acquire' ? grantOf(o.outcome.lease?.leaseRef) : grantOf(o.leaseRef);
-    const lease = grant ? { token: grant.token, leaseId: grant.leaseRef } : {};
+    const lease: { token?: bigint; leaseId?: string } = grant
+      ? { token: grant.token, leaseId: grant.leaseRef }
+      : {};
     const op =
       o.op === 'write'
         ? 'increment'
         : o.op === 'read'
-          ? record.mode === 'fenced'
+          ? isGuarded(record)
             ? 'fence' // a guarded read: it raised the fence, and G3 applies to it as to a write
             : 'read'
           : o.op;
+    // A forged write presents its own token: that is the token the guard saw, and the one the checkers judge.
+    if (o.forgedToken !== undefined && 'token' in lease) lease.token = BigInt(o.forgedToken);
     events.push({ kind: 'invoke', process: o.worker, op, resource, t: o.outcome.startedAt, call, ...lease });
     const kind = o.outcome.ok ? 'ok' : o.op === 'write' && !isRefusal(o) ? 'unknown' : 'fail';
     const fields = o.outcome.ok
@@ -229,9 +244,11 @@ function classifyWrites(
       if (isRefusal(o)) {
         const { presented, current } = o.outcome;
         const detail =
-          presented !== undefined && current !== undefined
-            ? `${o.outcome.status === 409 ? 'HTTP 409 ' : ''}STALE_TOKEN: presented ${shortToken(presented)}, the fence is at ${shortToken(current)}`
-            : (o.outcome.message ?? 'STALE_TOKEN');
+          o.outcome.code === 'INVALID_PROOF'
+            ? `INVALID_PROOF: ${o.outcome.message ?? ''}`
+            : presented !== undefined && current !== undefined
+              ? `${o.outcome.status === 409 ? 'HTTP 409 ' : ''}STALE_TOKEN: presented ${shortToken(presented)}, the fence is at ${shortToken(current)}`
+              : (o.outcome.message ?? 'STALE_TOKEN');
         return { ...base, status: 'refused', detail };
       }
       return {
@@ -277,7 +294,7 @@ function judge(
   const refused = writes.filter((w) => w.status === 'refused');
   for (const w of refused)
     findings.push(
-      `stale write refused: ${w.worker}'s write of ${w.value} — ${w.detail}; nothing was written`,
+      `${w.detail.startsWith('INVALID_PROOF') ? 'forged write' : 'stale write'} refused: ${w.worker}'s write of ${w.value} — ${w.detail}; nothing was written`,
     );
   const refusedReads = ops.filter((o) => o.op === 'read' && isRefusal(o));
   for (const r of refusedReads) findings.push(`stale read refused: ${r.worker} — ${r.outcome.message ?? ''}`);
@@ -301,6 +318,9 @@ function judge(
     lost ? 'lost update' : '',
     outOfOrder ? 'a stale write committed after a newer one' : '',
     checks.violations.some((v) => v.startsWith('tokens:')) ? 'token order broken' : '',
+    checks.violations.some((v) => v.startsWith('provenance:'))
+      ? 'a token nobody was granted raised the fence, locking honest holders out'
+      : '',
   ]
     .filter(Boolean)
     .join(' + ');
@@ -346,9 +366,14 @@ function judge(
       checks,
     };
   }
+  const forged = refused.filter((w) => w.detail.startsWith('INVALID_PROOF'));
+  const staleRefused = refused.length - forged.length;
   const how = [
-    refused.length > 0
-      ? `${refused.length === 1 ? 'stale write' : `${refused.length} stale writes`} refused by the fence`
+    staleRefused > 0
+      ? `${staleRefused === 1 ? 'stale write' : `${staleRefused} stale writes`} refused by the fence`
+      : '',
+    forged.length > 0
+      ? `${forged.length === 1 ? 'forged write' : `${forged.length} forged writes`} refused: no valid proof`
       : '',
     refusedReads.length > 0 ? 'stale read refused by the fence' : '',
     late.length > 0 ? 'late grant discarded by the coordinator' : '',
@@ -386,7 +411,7 @@ function buildTimeline(
   const add = (t: number, lane: Lane, text: string, tone: Tone = 'info'): void => {
     entries.push({ t, lane, text, tone });
   };
-  const fenced = record.mode === 'fenced';
+  const fenced = isGuarded(record);
   const lockWord = fenced ? 'lease' : 'lock';
 
   for (const o of ops) {
@@ -457,10 +482,13 @@ function buildTimeline(
           grant && startedAt > grant.validUntil
             ? ` — its ${lockWord} expired ${Math.round(startedAt - grant.validUntil)} ms ago, it does not know`
             : '';
+        const forgedNote =
+          o.forgedToken !== undefined ? `, presenting the FORGED token ${o.forgedToken}` : '';
         add(
           startedAt,
           o.worker,
-          `write counter := ${o.value} (${how}, ${grant?.label ?? 'no lease'})${expired}`,
+          `write counter := ${o.value} (${how}, ${grant?.label ?? 'no lease'}${forgedNote})${expired}`,
+          o.forgedToken !== undefined ? 'warn' : 'info',
         );
         const view = writes.find((w) => w.worker === o.worker && w.startedAt === startedAt);
         if (view?.status === 'committed') add(endedAt, o.worker, `✓ committed: counter = ${o.value}`, 'good');

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -150,6 +150,7 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
   const record: RunRecord = {
     scenario: scenario.id,
     mode,
+    ...(scenario.protection ? { protection: scenario.protection } : {}),
     counter,
     resource: counterResource(counter),
     ttlMs: scenario.ttlMs,
@@ -160,13 +161,18 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
     log: [],
   };
   const keyPrefix = `${DEMO_KEY_PREFIX}${tag}`;
+  // F20 compares the guard with and without signatures: both runs use the coordinator and the guard, and only
+  // the fenced run signs leases (a fresh key pair per run) and verifies them.
+  const signatures = scenario.protection === 'signatures';
+  const signing = signatures && mode === 'fenced' ? demoSigningKey(tag) : undefined;
   const setup = (redisUrls: readonly string[]): WorkerSetup => ({
-    mode,
+    mode: signatures ? 'fenced' : mode,
     redisUrls,
     keyPrefix,
     databaseUrl: url,
     schema,
     ...DEMO_COORDINATOR,
+    ...(signing ? { signing } : {}),
   });
   const { A, B } = env.workers;
   const ctx = new ScenarioContext(env, record, keyPrefix);
@@ -211,4 +217,14 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
   record.final = { value: Number(row?.value ?? NaN), writer: row?.last_writer ?? null };
   record.log = await writeLog(db, schema, counter);
   return record;
+}
+
+/** A throw-away Ed25519 key pair for one run's signed leases (PEM: it crosses the IPC channel as JSON). */
+function demoSigningKey(tag: string): NonNullable<WorkerSetup['signing']> {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return {
+    keyId: `demo-${tag}`,
+    privateKeyPem: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    publicKeyPem: publicKey.export({ format: 'pem', type: 'spki' }).toString(),
+  };
 }

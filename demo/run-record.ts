@@ -21,6 +21,8 @@ export interface OpRecord {
   readonly via?: 'db' | 'http';
   /** The lease the worker held when the command started (reads, writes, releases). */
   readonly leaseRef?: string;
+  /** A forged write (F20): the token it presented instead of its lease's. */
+  readonly forgedToken?: string;
 }
 
 export type ActionKind = 'pause' | 'hold' | 'cutoff' | 'clock' | 'restart' | 'note';
@@ -40,7 +42,13 @@ export interface ActionRecord {
 /** Everything that happened in one run (one scenario, one mode), before any judgement. */
 export interface RunRecord {
   readonly scenario: string;
+  /** What the verdict expects: `unprotected` must show the anomaly, `fenced` must not. */
   readonly mode: Mode;
+  /**
+   * What `fenced` adds in this scenario. `signatures` (F20): both runs use the coordinator and the guard; the
+   * fenced run adds signed leases and a store that verifies them. Absent: the lock alone vs lock + guard.
+   */
+  readonly protection?: 'signatures';
   readonly counter: string;
   readonly resource: string;
   readonly ttlMs: number;

@@ -55,6 +55,15 @@ export class Actor {
     );
   }
 
+  /** A misbehaving write (F20): `value` presented with `token` instead of the lease's own token. */
+  forgedWrite(value: number, token: bigint): Promise<WorkerOutcome> {
+    const forgeToken = token.toString();
+    return this.run(
+      { cmd: 'write', counter: this.ctx.counter, value, via: 'db', forgeToken },
+      { op: 'write', value, via: 'db', leaseRef: this.lease?.leaseRef, forgedToken: forgeToken },
+    );
+  }
+
   release(): Promise<WorkerOutcome> {
     const leaseRef = this.lease?.leaseRef;
     this.lease = undefined;

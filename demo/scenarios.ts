@@ -14,6 +14,12 @@ export interface Scenario {
   readonly story: string;
   readonly ttlMs: number;
   readonly requires: readonly Requirement[];
+  /**
+   * What the fenced run adds. Absent: plain Redlock without a guard vs the coordinator with the guard.
+   * `signatures` (F20): both runs use the coordinator and the guard; the fenced run adds signed leases and a store
+   * that verifies them (DESIGN §4b).
+   */
+  readonly protection?: 'signatures';
   /** Drives the workers through the fault. The same script runs unprotected and fenced. */
   run(ctx: ScenarioContext): Promise<void>;
 }
@@ -255,8 +261,44 @@ const F6: Scenario = {
   },
 };
 
+/** Token 2^63 − 1: the largest a fence can hold. */
+const FORGED_TOKEN = (1n << 63n) - 1n;
+
+const F20: Scenario = {
+  id: 'F20',
+  title: 'A misbehaving client forges a huge token',
+  story:
+    'Both runs use the coordinator and the guard. A takes the lock and reads the counter, then writes counter+1 ' +
+    'presenting the token 2^63 − 1 instead of its own (with its real lease id and proof). Then B, an honest ' +
+    'client, takes the lock, reads and writes; then A, honest this time, does the same. Unprotected means the ' +
+    'store believes any token; fenced means the coordinator signs every lease and the store verifies the proofs.',
+  ttlMs: 2_000,
+  requires: [],
+  protection: 'signatures',
+  async run(ctx) {
+    const { A, B } = ctx;
+    ctx.must(await A.acquire(), 'A acquire');
+    const seen = ctx.valueOf(await A.read(), 'A read');
+    ctx.event('A', 'note', `A presents the forged token ${FORGED_TOKEN} with its own lease id and proof`);
+    await A.forgedWrite(seen + 1, FORGED_TOKEN);
+    await A.release();
+    // Honest holders, one after the other: each reads in a guarded transaction and writes what it read + 1.
+    for (const holder of [B, A]) {
+      ctx.must(await holder.acquire({ waitMs: 3 * ctx.ttlMs }), `${holder.name} acquire`);
+      const read = await holder.read();
+      if (read.ok && read.value !== undefined) await holder.write(read.value + 1);
+      else
+        ctx.note(
+          holder.name,
+          `${holder.name} is locked out: the fence is above every token the coordinator has granted`,
+        );
+      await holder.release();
+    }
+  },
+};
+
 /** Every scenario, in the order they run. */
-export const SCENARIOS: readonly Scenario[] = [F1, F2, F3, F4, F6];
+export const SCENARIOS: readonly Scenario[] = [F1, F2, F3, F4, F6, F20];
 
 /** Thrown for a scenario name that does not exist; its message lists the ones that do. */
 export class UnknownScenarioError extends Error {

@@ -44,6 +44,11 @@ export const MODE_DESCRIPTIONS: Readonly<Record<Mode, string>> = {
 
 /** How a run protected its writes, in words; runs that wrote through the counter service say so. */
 export function describeRun(record: RunRecord): string {
+  if (record.protection === 'signatures') {
+    return record.mode === 'fenced'
+      ? '@fenced/coordinator signs every lease (Ed25519 proof) + a GuardedStore that verifies the proofs (verifyKeys)'
+      : '@fenced/coordinator lease + GuardedStore without signatures: the store believes any token';
+  }
   const overHttp = record.ops.some((o) => o.op === 'write' && o.via === 'http');
   if (!overHttp) return MODE_DESCRIPTIONS[record.mode];
   return record.mode === 'fenced'

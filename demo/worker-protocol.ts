@@ -21,6 +21,15 @@ export interface WorkerSetup {
   /** Coordinator settings of the demo (fenced mode). */
   readonly nodeTimeoutMs: number;
   readonly maxTtlMs: number;
+  /**
+   * Signed tokens (F20, fenced mode): the coordinator signs every lease with this Ed25519 key and the worker's
+   * store verifies proofs with its public half. Absent: no signing, the store believes any token.
+   */
+  readonly signing?: {
+    readonly keyId: string;
+    readonly privateKeyPem: string;
+    readonly publicKeyPem: string;
+  };
 }
 
 export type WorkerCommand =
@@ -34,6 +43,11 @@ export type WorkerCommand =
       /** `db`: straight to Postgres; `http`: through the counter service at `serviceUrl`. */
       readonly via: 'db' | 'http';
       readonly serviceUrl?: string;
+      /**
+       * A misbehaving client (F20): present this token instead of the lease's, with the lease's own id and
+       * proof. Fenced mode, straight to Postgres only.
+       */
+      readonly forgeToken?: string;
     }
   | { readonly cmd: 'release' }
   | { readonly cmd: 'teardown' };

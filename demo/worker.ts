@@ -76,13 +76,18 @@ async function setUp(setup: WorkerSetup): Promise<void> {
     maxConnections: 3,
     applicationName: `fenced-demo-${name}`,
   });
-  const store = new GuardedStore(db, { schema: setup.schema });
+  const signing = setup.signing;
+  const store = new GuardedStore(db, {
+    schema: setup.schema,
+    ...(signing ? { verifyKeys: { [signing.keyId]: signing.publicKeyPem } } : {}),
+  });
   if (setup.mode === 'fenced') {
     const coordinator = new Coordinator({
       nodes: [...setup.redisUrls],
       keyPrefix: setup.keyPrefix,
       nodeTimeoutMs: setup.nodeTimeoutMs,
       maxTtlMs: setup.maxTtlMs,
+      ...(signing ? { signingKey: { id: signing.keyId, privateKey: signing.privateKeyPem } } : {}),
     });
     // Expected during the faults; kept so a failed acquire can say what the nodes answered.
     coordinator.on('nodeError', (e) => {
@@ -206,6 +211,7 @@ async function write(
   value: number,
   via: 'db' | 'http',
   serviceUrl: string | undefined,
+  forgeToken: string | undefined,
 ): Promise<Partial<WorkerOutcome>> {
   const s = current();
   const leaseRef = s.leaseInfo?.leaseRef ?? 'none';
@@ -219,9 +225,14 @@ async function write(
     return { value };
   }
   const lease = heldLease(s);
+  // A forged write presents another token with the lease's own id and proof: a signing store refuses it.
+  const fence =
+    forgeToken === undefined
+      ? lease
+      : { resource: lease.resource, token: BigInt(forgeToken), leaseId: lease.id, proof: lease.proof };
   try {
-    await s.store.run(lease, (trx) =>
-      writeCounter(trx, s.setup.schema, { counter, value, worker: name, leaseRef, token: lease.token, via }),
+    await s.store.run(fence, (trx) =>
+      writeCounter(trx, s.setup.schema, { counter, value, worker: name, leaseRef, token: fence.token, via }),
     );
   } catch (error) {
     throw asCommandError(error);
@@ -321,7 +332,7 @@ async function run(command: WorkerCommand): Promise<Partial<WorkerOutcome>> {
     case 'read':
       return read(command.counter);
     case 'write':
-      return write(command.counter, command.value, command.via, command.serviceUrl);
+      return write(command.counter, command.value, command.via, command.serviceUrl, command.forgeToken);
     case 'release':
       await releaseLease(current());
       return {};

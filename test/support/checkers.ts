@@ -203,6 +203,71 @@ function commitLabel(c: CommitRecord): string {
   return parts.join(', ');
 }
 
+export interface GrantedTokenOptions {
+  /** @defaultValue `'acquire'` */
+  acquireOp?: Op;
+  /** Guarded writes whose refusals are checked. @defaultValue `['write', 'increment', 'fence']` */
+  writeOps?: readonly Op[];
+}
+
+/**
+ * Token provenance (F20, DESIGN §4b): the guard must only ever have been raised by tokens the coordinator
+ * granted. Two views of the same breach:
+ * - every commit record carries a token that an `ok` acquire of its resource returned, and from that grant's
+ *   lease when both name one (a forged 2^63 − 1, or another resource's token, is a violation);
+ * - a guarded write refused as stale (`error` starting with `STALE_TOKEN`) must have been overtaken by a real
+ *   grant: some `ok` acquire of the resource with a larger token was invoked before the refusal. A refusal with
+ *   no such grant means a fence above every granted token — an honest holder locked out by a forged fence (the
+ *   resource is bricked).
+ * Needs every grant of the resources in the history: record every acquire.
+ */
+export function checkGrantedTokens(history: HistoryData, options: GrantedTokenOptions = {}): CheckResult {
+  const acquireOp = options.acquireOp ?? 'acquire';
+  const writeOps = new Set<Op>(options.writeOps ?? ['write', 'increment', 'fence']);
+  const ops = operations(history);
+  const grants = ops.filter((o) => o.op === acquireOp && o.outcome === 'ok' && o.token !== undefined);
+  const violations: string[] = [];
+  const info: string[] = [];
+
+  const byToken = groupBy(grants, (g) => `${g.resource}\u0000${g.token}`);
+  for (const c of commitOrder(history.commits)) {
+    const granted = byToken.get(`${c.resource}\u0000${c.token}`);
+    if (granted === undefined)
+      violations.push(
+        `${c.resource}: commit of ${commitLabel(c)}: no grant of this resource has token ${c.token}`,
+      );
+    else if (
+      c.leaseId !== undefined &&
+      granted.every((g) => g.leaseId !== undefined && g.leaseId !== c.leaseId)
+    )
+      violations.push(
+        `${c.resource}: commit of ${commitLabel(c)}: token ${c.token} was granted to another lease`,
+      );
+  }
+
+  const refusals = ops.filter(
+    (o) =>
+      writeOps.has(o.op) &&
+      o.outcome === 'fail' &&
+      o.token !== undefined &&
+      typeof o.error === 'string' &&
+      o.error.startsWith('STALE_TOKEN'),
+  );
+  for (const r of refusals) {
+    const overtaken = grants.some(
+      (g) => g.resource === r.resource && g.token! > r.token! && g.invokedAt < r.completedAt,
+    );
+    if (!overtaken)
+      violations.push(
+        `${r.resource}: ${describe(r)} was refused as stale, yet no grant with a larger token existed: the fence was raised by a token nobody was granted`,
+      );
+  }
+  info.push(
+    `${history.commits.length} commits, ${refusals.length} stale refusals checked against ${grants.length} grants`,
+  );
+  return result(violations, info);
+}
+
 export interface CounterCheckOptions {
   /** The counter's resource. */
   resource: string;

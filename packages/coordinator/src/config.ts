@@ -1,4 +1,6 @@
-import { InvalidRequestError } from '@fenced/shared';
+import type { KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { InvalidRequestError, KEY_ID_PATTERN, ed25519PrivateKey } from '@fenced/shared';
 import { z } from 'zod';
 import { DEFAULT_APP_OPTIONS, type HealthAuth } from './http/app.js';
 
@@ -44,6 +46,12 @@ export interface ServiceConfig {
    * a fresh cluster being initialized by another instance) before it gives up with the nodes' problems.
    */
   readonly startupTimeoutMs: number;
+  /**
+   * `FENCED_SIGNING_KEY_ID` with `FENCED_SIGNING_KEY_FILE` (a PEM file) or `FENCED_SIGNING_KEY` (the PEM itself):
+   * the coordinator's `signingKey`, so every lease carries a proof (DESIGN §4b). `undefined`: leases are not
+   * signed. Never logged; the key object prints without its material.
+   */
+  readonly signingKey: { readonly id: string; readonly privateKey: KeyObject } | undefined;
 }
 
 /** Defaults of the optional variables. */
@@ -156,10 +164,18 @@ const ENV_SCHEMA = z.object({
   ),
   FENCED_SHUTDOWN_GRACE_MS: integer(0, 600_000),
   FENCED_STARTUP_TIMEOUT_MS: integer(0, 3_600_000),
+  FENCED_SIGNING_KEY_ID: optional.pipe(
+    z.string().regex(KEY_ID_PATTERN, { error: "must be 1 to 64 letters, digits, '-' or '_'" }).optional(),
+  ),
+  FENCED_SIGNING_KEY_FILE: optional,
+  FENCED_SIGNING_KEY: optional,
 });
 
+/** A PEM key file is a few hundred bytes; anything far larger is the wrong file. */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
+
 /** Variables whose values are secrets or may carry credentials: errors never echo them. */
-const SECRET_VARIABLES = new Set(['FENCED_API_KEYS', 'FENCED_REDIS_URLS']);
+const SECRET_VARIABLES = new Set(['FENCED_API_KEYS', 'FENCED_REDIS_URLS', 'FENCED_SIGNING_KEY']);
 
 /**
  * Reads the service configuration from an environment (`process.env` in `server.ts`) into a typed, frozen
@@ -199,6 +215,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     logLevel: e.FENCED_LOG_LEVEL ?? d.logLevel,
     shutdownGraceMs: e.FENCED_SHUTDOWN_GRACE_MS ?? d.shutdownGraceMs,
     startupTimeoutMs: e.FENCED_STARTUP_TIMEOUT_MS ?? d.startupTimeoutMs,
+    signingKey: signingKeyFrom(e),
   };
   if (config.tokenRetentionMs !== undefined && config.tokenRetentionMs < config.maxTtlMs) {
     throw new InvalidRequestError(
@@ -211,4 +228,57 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     );
   }
   return Object.freeze(config);
+}
+
+/**
+ * The signing key of `FENCED_SIGNING_KEY_ID` + `FENCED_SIGNING_KEY_FILE` (or `FENCED_SIGNING_KEY`), validated
+ * here so that a bad key stops start-up with the variable's name. Messages name the file, never its content.
+ */
+function signingKeyFrom(e: {
+  FENCED_SIGNING_KEY_ID?: string | undefined;
+  FENCED_SIGNING_KEY_FILE?: string | undefined;
+  FENCED_SIGNING_KEY?: string | undefined;
+}): ServiceConfig['signingKey'] {
+  const id = e.FENCED_SIGNING_KEY_ID;
+  const file = e.FENCED_SIGNING_KEY_FILE;
+  const inline = e.FENCED_SIGNING_KEY;
+  const fail = (message: string): never => {
+    throw new InvalidRequestError(`invalid configuration: ${message}`);
+  };
+  if (file !== undefined && inline !== undefined) {
+    fail('set FENCED_SIGNING_KEY_FILE or FENCED_SIGNING_KEY, not both');
+  }
+  const variable = file !== undefined ? 'FENCED_SIGNING_KEY_FILE' : 'FENCED_SIGNING_KEY';
+  if (file === undefined && inline === undefined) {
+    if (id !== undefined)
+      fail('FENCED_SIGNING_KEY_ID is set, but no key: set FENCED_SIGNING_KEY_FILE to its PEM file');
+    return undefined;
+  }
+  if (id === undefined) {
+    fail(`${variable} is set, but FENCED_SIGNING_KEY_ID is not: name the key (the id stores verify it by)`);
+  }
+  let pem: string;
+  if (file !== undefined) {
+    try {
+      const bytes = readFileSync(file);
+      if (bytes.length > MAX_KEY_FILE_BYTES)
+        fail(`FENCED_SIGNING_KEY_FILE ${file} is ${bytes.length} bytes: not a PEM key file`);
+      pem = bytes.toString('utf8');
+    } catch (error) {
+      if (error instanceof InvalidRequestError) throw error;
+      const code = (error as { code?: unknown }).code;
+      return fail(
+        `FENCED_SIGNING_KEY_FILE cannot be read (${file}: ${typeof code === 'string' ? code : 'error'})`,
+      );
+    }
+  } else {
+    pem = inline!;
+  }
+  try {
+    return Object.freeze({ id: id!, privateKey: ed25519PrivateKey(pem, variable) });
+  } catch (error) {
+    return fail(
+      `${(error as Error).message}${file !== undefined ? ` (file ${file})` : ''}; generate one with npm run keygen`,
+    );
+  }
 }

@@ -19,6 +19,7 @@ import { attemptAcquire } from './protocol/acquire-attempt.js';
 import { extendOnQuorum } from './protocol/extend.js';
 import { inspectOnQuorum } from './protocol/inspect.js';
 import { Releaser } from './protocol/release.js';
+import { createLeaseSigner, type LeaseSigner } from './signing/lease-signer.js';
 import { resourceKeys, type ResourceKeys } from './redlock/keys.js';
 import { monotonicNow } from './redlock/validity.js';
 import { TokenProposer } from './tokens/proposal.js';
@@ -65,10 +66,13 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   private readonly releaser: Releaser;
   private readonly notifier: ReleaseNotifier;
   private readonly closing = new AbortController();
+  /** Signs every lease when `signingKey` is set (DESIGN §4b); built before any connection exists. */
+  private readonly signer: LeaseSigner | undefined;
 
   constructor(options: CoordinatorOptions) {
     super();
     this.settings = resolveOptions(options);
+    this.signer = createLeaseSigner(options.signingKey);
     this.nodes = new NodeSet(
       (options as { nodes?: unknown }).nodes,
       this.settings,
@@ -168,7 +172,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     this.validateLeaseId(leaseId);
     this.validateTtl(ttlMs);
     const grant = await this.extendLease(resource, leaseId, ttlMs, undefined);
-    return new GrantedLease(this, resource, leaseId, grant);
+    return this.leaseOf(resource, leaseId, grant);
   }
 
   /**
@@ -274,7 +278,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
         switch (result.kind) {
           case 'granted':
             granted = true;
-            return new GrantedLease(this, resource, leaseId, result.grant);
+            return this.leaseOf(resource, leaseId, result.grant);
           case 'unavailable':
             // A majority definitely unreachable (refused connections, non-voting nodes) fails fast; slow nodes
             // that timed out may answer the next attempt, so those are retried while the wait lasts.
@@ -322,6 +326,17 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
 
   // ---------------------------------------------------------------------------------------------------------
   // Small helpers
+
+  /** A Lease for a grant, with its proof when this coordinator signs (DESIGN §4b). */
+  private leaseOf(resource: string, leaseId: string, grant: LeaseGrant): GrantedLease {
+    return new GrantedLease(
+      this,
+      resource,
+      leaseId,
+      grant,
+      this.signer?.sign(resource, grant.token, leaseId),
+    );
+  }
 
   private keysOf(resource: string): ResourceKeys {
     return resourceKeys(this.settings.keyPrefix, resource);

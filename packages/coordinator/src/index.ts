@@ -7,6 +7,7 @@ export type {
   CoordinatorEvents,
 } from './coordinator.js';
 export type { Lease } from './lease.js';
+export type { SigningKey } from './signing/lease-signer.js';
 export { coordinatorDefaults } from './options.js';
 export type { CoordinatorOptions } from './options.js';
 export {

@@ -8,6 +8,11 @@ export interface Lease extends AsyncDisposable {
   readonly id: string;
   /** The fencing token of this grant; extending keeps it. */
   readonly token: bigint;
+  /**
+   * The fencing proof (`v1.<keyId>.<signature>`, DESIGN §4b) when the coordinator has a `signingKey`, else
+   * `undefined`. Extending keeps it. A guarded store reads it from the lease: `store.run(lease, …)` sends it.
+   */
+  readonly proof: string | undefined;
   /** The ttl asked for at grant time or at the last extension. */
   readonly ttlMs: number;
   /** Validity at grant or extension time: `ttl − elapsed − drift`. */
@@ -53,6 +58,8 @@ export class GrantedLease implements Lease {
     readonly resource: string,
     readonly id: string,
     grant: LeaseGrant,
+    /** Signed once at grant time over (resource, token, lease id): none of them changes on extension. */
+    readonly proof: string | undefined = undefined,
   ) {
     this.grant = grant;
     this.expiresAtMs = Date.now() + (grant.validUntil - monotonicNow());

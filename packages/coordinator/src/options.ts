@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';
 import { driftMs } from './redlock/validity.js';
+import type { SigningKey } from './signing/lease-signer.js';
 
 /** Options of {@link Coordinator}. Times are milliseconds. */
 export interface CoordinatorOptions {
@@ -68,9 +69,17 @@ export interface CoordinatorOptions {
    * @defaultValue `false`
    */
   unsafeAllowUnsafeNodes?: boolean;
+  /**
+   * Sign every lease (DESIGN §4b): `lease.proof` then carries an Ed25519 signature over the key id, resource,
+   * token and lease id digest, and a guarded store with the matching `verifyKeys` refuses any token it did not
+   * sign. The private key stays in this process; stores hold only public keys. Costs one signature per grant.
+   * @defaultValue `undefined` (leases carry no proof)
+   */
+  signingKey?: SigningKey;
 }
 
-export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes'>>;
+/** The resolved options; the signing key is not among them (it stays inside the coordinator's signer). */
+export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes' | 'signingKey'>>;
 
 /** The one set of defaults; `nodes` has none, and `tokenRetentionMs` follows `maxTtlMs` (twice it). */
 export const coordinatorDefaults = Object.freeze({
@@ -99,9 +108,11 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
     throw new InvalidRequestError('options must be an object with at least `nodes`');
   }
   const defined = Object.fromEntries(
-    Object.entries(options).filter(([key, value]) => key !== 'nodes' && value !== undefined),
+    Object.entries(options).filter(
+      ([key, value]) => key !== 'nodes' && key !== 'signingKey' && value !== undefined,
+    ),
   ) as Partial<CoordinatorSettings>;
-  const known = new Set([...Object.keys(coordinatorDefaults), 'tokenRetentionMs', 'nodes']);
+  const known = new Set([...Object.keys(coordinatorDefaults), 'tokenRetentionMs', 'nodes', 'signingKey']);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) throw new InvalidRequestError(`unknown coordinator option '${key}'`);
   }

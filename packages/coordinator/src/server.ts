@@ -39,6 +39,7 @@ export async function startServer(
     ...(config.keyPrefix !== undefined ? { keyPrefix: config.keyPrefix } : {}),
     ...(config.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: config.nodeTimeoutMs } : {}),
     ...(config.tokenRetentionMs !== undefined ? { tokenRetentionMs: config.tokenRetentionMs } : {}),
+    ...(config.signingKey !== undefined ? { signingKey: config.signingKey } : {}),
   });
   try {
     await untilReady(coordinator, config.startupTimeoutMs, logger);
@@ -85,6 +86,8 @@ export async function startServer(
       quorum: coordinator.quorum,
       auth: config.apiKeys.length > 0 ? 'api-keys' : 'off',
       healthAuth: config.healthAuth,
+      // The key id only: the key itself is never logged.
+      signing: config.signingKey !== undefined ? `key ${config.signingKey.id}` : 'off',
     },
     'fenced coordinator listening',
   );

@@ -14,6 +14,11 @@ export interface Fence {
    * Only a sha256 digest is stored.
    */
   readonly leaseId?: string | undefined;
+  /**
+   * The lease's fencing proof (`lease.proof`, DESIGN §4b). Required, with `leaseId`, when the store has
+   * `verifyKeys`; ignored otherwise.
+   */
+  readonly proof?: string | undefined;
 }
 
 /** A {@link Fence}, or a lease from the coordinator (anything with `resource`, `id` and `token`). */
@@ -25,6 +30,8 @@ export interface NormalizedFence {
   readonly token: bigint;
   /** sha256 of the lease id, or null without one. */
   readonly leaseIdHash: Buffer | null;
+  /** The proof as given (checked by the store's `ProofVerifier` when it verifies). */
+  readonly proof: unknown;
 }
 
 const MAX_LEASE_ID_BYTES = 1024;
@@ -59,7 +66,12 @@ function normalizeFence(fence: FenceLike): NormalizedFence {
   const resource = validateResourceName(fence.resource);
   const token = assertToken(fence.token);
   const leaseId = 'leaseId' in fence ? fence.leaseId : 'id' in fence ? fence.id : undefined;
-  return { resource, token, leaseIdHash: leaseId === undefined ? null : hashLeaseId(leaseId) };
+  return {
+    resource,
+    token,
+    leaseIdHash: leaseId === undefined ? null : hashLeaseId(leaseId),
+    proof: 'proof' in fence ? fence.proof : undefined,
+  };
 }
 
 /** The digest stored in `fence.lease_id_hash`. */

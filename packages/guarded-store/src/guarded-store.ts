@@ -1,4 +1,10 @@
-import { StaleTokenError, formatToken, validateResourceName } from '@fenced/shared';
+import {
+  InvalidRequestError,
+  StaleTokenError,
+  assertToken,
+  formatToken,
+  validateResourceName,
+} from '@fenced/shared';
 import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
 import { guardTransactionDatabase, storeStatement } from './db/guard-driver.js';
 import { classifyPostgresError } from './db/postgres-errors.js';
@@ -6,6 +12,7 @@ import { normalizeFences, validateOpId, type FenceLike, type NormalizedFence } f
 import { LiteralFenceStatements, parameterizedFenceStatement } from './fence-statement.js';
 import type { JsonCompatible, JsonValue } from './json.js';
 import { migrate, type MigrationReport } from './migrate.js';
+import { ProofVerifier } from './proof-verifier.js';
 import {
   resolveGuardedStoreOptions,
   type GuardedStoreOptions,
@@ -27,6 +34,30 @@ export interface FenceState {
   readonly resource: string;
   readonly token: bigint;
   readonly updatedAt: Date;
+}
+
+/** What `resetFence` needs: the token to lower the fence to, and who does it, and why, for the audit log. */
+export interface ResetFenceOptions {
+  /**
+   * The token the fence goes down to: below the current fence, and at least the highest token the coordinator
+   * has granted for the resource (its register, e.g. `GET /v1/locks/{resource}` or the last grant you trust),
+   * or stale holders of older grants could write again.
+   */
+  readonly toToken: bigint;
+  /** Why (an incident, a ticket): 1–1000 characters. */
+  readonly reason: string;
+  /** Who (a person or a runbook's automation): 1–200 characters. */
+  readonly actor: string;
+}
+
+/** One row of the `fence_reset` audit log, as `resetFence` wrote it. */
+export interface FenceReset {
+  readonly resource: string;
+  readonly fromToken: bigint;
+  readonly toToken: bigint;
+  readonly reason: string;
+  readonly actor: string;
+  readonly resetAt: Date;
 }
 
 /** A guarded callback: its reads and writes run in the guarded transaction `trx` (G4). */
@@ -55,9 +86,14 @@ export class GuardedStore<DB> {
   readonly #literalFences: LiteralFenceStatements | undefined;
   readonly #fenceTable;
   readonly #operationTable;
+  readonly #resetTable;
+  /** Checks fencing proofs before any transaction when `verifyKeys` is set (DESIGN §4b). */
+  readonly #verifier: ProofVerifier | undefined;
 
   constructor(db: Kysely<DB>, options: GuardedStoreOptions = {}) {
     this.options = resolveGuardedStoreOptions(options);
+    const keys = this.options.verifyKeys;
+    this.#verifier = keys === undefined ? undefined : new ProofVerifier(keys, this.options.proofCacheSize);
     this.#db = db;
     const own = guardTransactionDatabase(db);
     this.#transactionDb = own ?? db;
@@ -65,6 +101,25 @@ export class GuardedStore<DB> {
       own === undefined ? undefined : new LiteralFenceStatements(this.options.schema, this.options);
     this.#fenceTable = sql.id(this.options.schema, 'fence');
     this.#operationTable = sql.id(this.options.schema, 'fence_operation');
+    this.#resetTable = sql.id(this.options.schema, 'fence_reset');
+  }
+
+  /** Whether this store verifies fencing proofs (`verifyKeys` is set). */
+  get verifiesProofs(): boolean {
+    return this.#verifier !== undefined;
+  }
+
+  /**
+   * Checks the fencing proofs of `fence` as `run` will, without touching the database: for a middleware that
+   * wants to refuse a request before its route runs. Memoised like `run`'s check. Does nothing when the store
+   * does not verify proofs.
+   * @throws InvalidProofError when a proof is missing or not valid for exactly its resource, token and lease.
+   * @throws InvalidRequestError for a bad resource, token or lease id.
+   */
+  checkProofs(fence: FenceLike | readonly FenceLike[]): void {
+    const verifier = this.#verifier;
+    if (verifier === undefined) return;
+    for (const f of normalizeFences(fence)) verifier.verify(f);
   }
 
   /** Creates or updates the store's tables in its schema (see `migrate`). Safe to run concurrently. */
@@ -90,7 +145,12 @@ export class GuardedStore<DB> {
    * An equal token is accepted only from the same lease: a fence without `leaseId` (or lease `id`) cannot pass
    * an equal token, so a lease that writes more than once must name itself.
    *
+   * With `verifyKeys`, every fence must first carry a proof (`proof`, a coordinator lease's `lease.proof`) that
+   * one of the keys made for exactly its resource, token and lease id; this is checked before the transaction
+   * begins (DESIGN §4b).
+   *
    * @throws StaleTokenError fenced off; nothing was written.
+   * @throws InvalidProofError (verification on) a missing or invalid proof; nothing was sent to Postgres.
    * @throws InvalidRequestError a bad resource, token, lease id or op id; nothing was sent to Postgres.
    * @throws StorageError subclasses for classified Postgres failures (lock timeout, deadlock, lost connection …);
    *   other errors, the callback's own included, propagate unchanged after the rollback.
@@ -110,6 +170,8 @@ export class GuardedStore<DB> {
   ): Promise<T> {
     const fences = normalizeFences(fence);
     const opId = options?.opId === undefined ? undefined : validateOpId(options.opId);
+    // Before BEGIN: a forged or misplaced token must not even lock the fence row (DESIGN §4b).
+    if (this.#verifier !== undefined) for (const f of fences) this.#verifier.verify(f);
     return this.#transaction('read write', async (trx) => {
       const raised = await this.#raiseFences(trx, fences);
       if (raised.size < fences.length) {
@@ -154,6 +216,54 @@ export class GuardedStore<DB> {
    */
   dangerouslyRunUnguarded<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
     return this.#transaction('read write', async (trx) => ({ rollback: false, value: await fn(trx) }));
+  }
+
+  /**
+   * ADMINISTRATIVE: lowers a resource's fence to `toToken` and appends who, why, from and to to the
+   * `fence_reset` audit log, in one transaction. For a fence that a forged or misplaced token raised (before the
+   * store verified proofs, or with a leaked signing key): every honest holder is refused until it comes down.
+   * Never called by `run`, `fenceIn` or the write middleware; call it from an operator's tool only.
+   *
+   * Lowering a fence re-admits every grant whose token is above `toToken`: choose at least the highest token the
+   * coordinator has granted for the resource, so that no stale holder gets back in.
+   * @throws InvalidRequestError for a bad argument, a resource without a fence, or a `toToken` not below it.
+   */
+  async resetFence(resource: string, options: ResetFenceOptions): Promise<FenceReset> {
+    validateResourceName(resource);
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidRequestError('resetFence needs { toToken, reason, actor }');
+    }
+    const toToken = assertToken(options.toToken, 'toToken');
+    const reason = auditText(options.reason, 'reason', 1_000);
+    const actor = auditText(options.actor, 'actor', 200);
+    return this.#transaction('read write', async (trx) => {
+      // The row lock orders the reset with guarded transactions on the resource, as their own fence statement does.
+      const { rows } = await sql<{ token: string }>`
+        select token::text as token from ${this.#fenceTable} where resource = ${resource} for update`.execute(
+        trx,
+      );
+      const row = rows[0];
+      if (row === undefined) {
+        throw new InvalidRequestError('resetFence: the resource has no fence to reset');
+      }
+      const fromToken = BigInt(row.token);
+      if (toToken >= fromToken) {
+        throw new InvalidRequestError(
+          `resetFence: toToken must be below the current fence ${fromToken}, got ${toToken} (a reset only lowers a fence)`,
+        );
+      }
+      await sql`
+        update ${this.#fenceTable} set token = ${formatToken(toToken)}::bigint, lease_id_hash = null, updated_at = now()
+         where resource = ${resource}`.execute(trx);
+      const { rows: audit } = await sql<{ reset_at: Date }>`
+        insert into ${this.#resetTable} (resource, from_token, to_token, reason, actor)
+        values (${resource}, ${formatToken(fromToken)}::bigint, ${formatToken(toToken)}::bigint, ${reason}, ${actor})
+        returning reset_at`.execute(trx);
+      return {
+        rollback: false,
+        value: { resource, fromToken, toToken, reason, actor, resetAt: audit[0]!.reset_at },
+      };
+    });
   }
 
   /** The resource's current fence (highest committed token), or `undefined` if no guarded write reached it. */
@@ -271,4 +381,13 @@ export class GuardedStore<DB> {
         from unnest(${fences.map((f) => f.resource)}::text[], ${fences.map((f) => formatToken(f.token))}::bigint[])
              as r (resource, token)`.execute(trx);
   }
+}
+
+function auditText(value: unknown, name: string, max: number): string {
+  if (typeof value !== 'string' || value.trim().length === 0 || value.length > max) {
+    throw new InvalidRequestError(
+      `resetFence: ${name} must be a non-blank string of at most ${max} characters, got ${typeof value === 'string' ? `${value.length} characters` : typeof value}`,
+    );
+  }
+  return value;
 }

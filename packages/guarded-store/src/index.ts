@@ -1,5 +1,11 @@
 export { GuardedStore } from './guarded-store.js';
-export type { RunOptions, FenceState, GuardedCallback } from './guarded-store.js';
+export type {
+  RunOptions,
+  FenceState,
+  GuardedCallback,
+  ResetFenceOptions,
+  FenceReset,
+} from './guarded-store.js';
 export type { Fence, FenceLike } from './fence.js';
 export type { JsonValue, JsonCompatible } from './json.js';
 export { GUARDED_STORE_DEFAULTS, resolveGuardedStoreOptions } from './options.js';

@@ -17,6 +17,11 @@ export const ErrorCode = {
   STALE_TOKEN: 'STALE_TOKEN',
   /** A guarded write carried no fencing token. */
   MISSING_TOKEN: 'MISSING_TOKEN',
+  /**
+   * A guarded write's fencing proof was missing, malformed, signed by an unknown key, or not valid for exactly
+   * its resource, token and lease (DESIGN §4b). Refused before the fence row is touched.
+   */
+  INVALID_PROOF: 'INVALID_PROOF',
   /** Anything unexpected; the details stay in the server log. */
   INTERNAL: 'INTERNAL',
 } as const;

@@ -89,6 +89,34 @@ export class MissingTokenError extends FencedError {
   }
 }
 
+/** Why a fencing proof was refused; stable, for callers and metrics. Never carries the proof or the lease id. */
+export type InvalidProofReason =
+  /** No proof at all, with verification on. */
+  | 'missing'
+  /** Not `v1.<keyId>.<signature>`, or a signature of the wrong size. */
+  | 'malformed'
+  /** A well-formed proof whose key id is not among the store's verification keys. */
+  | 'unknown-key'
+  /** The signature does not match this resource, token and lease (or was made by another key). */
+  | 'mismatch'
+  /** The fence names no lease id, so there is nothing to check the proof's lease digest against. */
+  | 'missing-lease-id';
+
+/**
+ * A guarded write's fencing proof does not vouch for exactly its resource, token and lease (DESIGN §4b). Thrown
+ * before the fence row is touched and before the callback runs: nothing was written.
+ */
+export class InvalidProofError extends FencedError {
+  override readonly name = 'InvalidProofError';
+  constructor(
+    readonly resource: string,
+    readonly reason: InvalidProofReason,
+    message: string,
+  ) {
+    super(ErrorCode.INVALID_PROOF, message);
+  }
+}
+
 export class InternalError extends FencedError {
   override readonly name = 'InternalError';
   constructor(message = 'internal error', options?: { cause?: unknown }) {

@@ -7,6 +7,7 @@ import type { ErrorCode } from './error-codes.js';
 export const HTTP_STATUS_BY_CODE = Object.freeze({
   INVALID_REQUEST: 400,
   UNAUTHORIZED: 401,
+  INVALID_PROOF: 403,
   LOCKED: 409,
   LEASE_LOST: 409,
   STALE_TOKEN: 409,

@@ -8,6 +8,7 @@ export {
   LeaseLostError,
   StaleTokenError,
   MissingTokenError,
+  InvalidProofError,
   InternalError,
   isFencedError,
 } from './errors.js';
@@ -16,12 +17,29 @@ export {
   MAX_TOKEN,
   FENCING_TOKEN_HEADER,
   FENCING_LEASE_ID_HEADER,
+  FENCING_PROOF_HEADER,
   IDEMPOTENCY_KEY_HEADER,
   parseToken,
   assertToken,
   formatToken,
 } from './token.js';
 export { MAX_RESOURCE_BYTES, validateResourceName } from './resource.js';
+export type { InvalidProofReason } from './errors.js';
+export {
+  PROOF_VERSION,
+  PROOF_PATTERN,
+  KEY_ID_PATTERN,
+  MAX_PROOF_LENGTH,
+  leaseIdDigest,
+  proofMessage,
+  signProof,
+  decodeProof,
+  verifyProof,
+  validateKeyId,
+  ed25519PrivateKey,
+  ed25519PublicKey,
+} from './proof.js';
+export type { ProofClaims, DecodedProof } from './proof.js';
 export type {
   FencedLease,
   AcquireRequestBody,

@@ -8,6 +8,11 @@ export interface FencedLease {
   readonly id: string;
   /** The fencing token: unique per grant and larger than every grant that completed before this one began. */
   readonly token: bigint;
+  /**
+   * The coordinator's signature over resource, token and the lease id's digest (DESIGN §4b), when it signs.
+   * A store with `verifyKeys` refuses a lease without a valid one.
+   */
+  readonly proof?: string | undefined;
 }
 
 /** Body of `POST /v1/locks/{resource}/leases` and of the extend call. */
@@ -29,6 +34,8 @@ export interface LeaseResponseBody {
   validityMs: number;
   /** ISO-8601 wall-clock estimate of when the lease stops being valid (for people; clients use validityMs). */
   expiresAt: string;
+  /** The lease's fencing proof (`v1.<keyId>.<signature>`), present when the service signs leases. */
+  proof?: string;
 }
 
 /** 200 from `GET /v1/locks/{resource}`: never carries a lease id. */

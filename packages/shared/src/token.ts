@@ -14,6 +14,13 @@ export const FENCING_TOKEN_HEADER = 'Fencing-Token';
  */
 export const FENCING_LEASE_ID_HEADER = 'Fencing-Lease-Id';
 
+/**
+ * The HTTP header a guarded write carries its lease's fencing proof in (DESIGN §4b): the `proof` string of the
+ * lease, unchanged. Required when the store verifies proofs; the lease id must then come in
+ * `Fencing-Lease-Id`, exactly as granted, because the proof signs its digest.
+ */
+export const FENCING_PROOF_HEADER = 'Fencing-Proof';
+
 /** The optional HTTP header carrying a guarded write's operation id: retries with the same key take effect once (G5). */
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { GuardedStore } from '@fenced/guarded-store';
-import { InvalidRequestError, LockedError, StaleTokenError } from '@fenced/shared';
+import { InvalidProofError, InvalidRequestError, LockedError, StaleTokenError } from '@fenced/shared';
 import type { History } from '../../support/history.js';
 import type { Lease } from '@fenced/coordinator';
 import { leaseRef, type CounterDb } from './fault-world.js';
@@ -24,6 +24,11 @@ export interface Increment {
   readonly mode: WriteMode;
   /** A value read earlier, e.g. before a pause (reads-outside and unguarded only). */
   readonly readBefore?: bigint;
+  /**
+   * For stores that verify proofs (F20): the lease id and proof the fence presents. Without it the fence names
+   * `leaseRef` as its lease and carries no proof.
+   */
+  readonly signed?: { readonly leaseId: string; readonly proof: string | undefined };
 }
 
 /**
@@ -86,7 +91,9 @@ export async function increment(
   input: Increment,
   afterRead: () => Promise<void> = () => Promise.resolve(),
 ): Promise<number> {
-  const fence = { resource: input.resource, token: input.token, leaseId: input.leaseRef };
+  const fence = input.signed
+    ? { resource: input.resource, token: input.token, ...input.signed }
+    : { resource: input.resource, token: input.token, leaseId: input.leaseRef };
   switch (input.mode) {
     case 'guarded':
       return store.run(
@@ -128,12 +135,15 @@ export async function increment(
 export function classify(error: unknown): 'fail' | 'unknown' {
   if (
     error instanceof StaleTokenError ||
+    error instanceof InvalidProofError ||
     error instanceof LockedError ||
     error instanceof InvalidRequestError
   )
     return 'fail';
   const code = (error as { code?: unknown } | null)?.code;
-  return code === 'STALE_TOKEN' || code === 'LOCKED' || code === 'INVALID_REQUEST' ? 'fail' : 'unknown';
+  return code === 'STALE_TOKEN' || code === 'INVALID_PROOF' || code === 'LOCKED' || code === 'INVALID_REQUEST'
+    ? 'fail'
+    : 'unknown';
 }
 
 /** Runs one increment as a recorded `increment` operation (token, lease, op id, and the value written). */

@@ -156,4 +156,103 @@ describe('demo verdicts', () => {
     record.error = 'B acquire failed';
     expect(analyseRun(record).verdict).toMatchObject({ passed: false, label: 'BROKEN' });
   });
+
+  describe('F20: a forged token', () => {
+    const MAX = '9223372036854775807';
+    /** A forges MAX on its lease (token 1001); then B (token 1002) reads and writes. */
+    function forged(mode: Mode, forgery: 'accepted' | 'refused'): RunRecord {
+      const lease = (worker: WorkerName, token: string, at: number) => ({
+        resource: 'demo-counter:x',
+        leaseRef: `${worker}-lease`,
+        validityMs: TTL - 10,
+        validUntil: at + TTL - 10,
+        token,
+      });
+      const op = (
+        worker: WorkerName,
+        name: OpRecord['op'],
+        o: WorkerOutcome,
+        more: Partial<OpRecord> = {},
+      ) => ({
+        worker,
+        op: name,
+        outcome: o,
+        leaseRef: `${worker}-lease`,
+        ...more,
+      });
+      const bLocked = forgery === 'accepted';
+      const stale: Partial<WorkerOutcome> = {
+        ok: false,
+        code: 'STALE_TOKEN',
+        message: 'stale',
+        presented: '1002',
+        current: MAX,
+      };
+      const ops: OpRecord[] = [
+        op('A', 'acquire', outcome(0, 5, { lease: lease('A', '1001', 5) }), { ttlMs: TTL, waitMs: 0 }),
+        op('A', 'read', outcome(6, 8, { value: 0 })),
+        op(
+          'A',
+          'write',
+          outcome(
+            9,
+            10,
+            forgery === 'accepted'
+              ? { value: 1 }
+              : { ok: false, code: 'INVALID_PROOF', message: 'fencing proof does not match' },
+          ),
+          { value: 1, via: 'db', forgedToken: MAX },
+        ),
+        op('A', 'release', outcome(11, 12)),
+        op('B', 'acquire', outcome(13, 15, { lease: lease('B', '1002', 15) }), { ttlMs: TTL, waitMs: 0 }),
+        op('B', 'read', outcome(16, 18, bLocked ? stale : { value: 0 })),
+        ...(bLocked
+          ? []
+          : [op('B', 'write', outcome(19, 20, { value: 1 }), { value: 1, via: 'db' as const })]),
+        op('B', 'release', outcome(21, 22)),
+      ];
+      const log: LoggedWrite[] = bLocked
+        ? [{ seq: 1, worker: 'A', leaseRef: 'A-lease', token: BigInt(MAX), value: 1, via: 'db' }]
+        : [{ seq: 1, worker: 'B', leaseRef: 'B-lease', token: 1_002n, value: 1, via: 'db' }];
+      return {
+        scenario: 'F20',
+        mode,
+        protection: 'signatures',
+        counter: 'x',
+        resource: 'demo-counter:x',
+        ttlMs: TTL,
+        startedAt: 0,
+        endedAt: 30,
+        ops,
+        actions: [],
+        final: { value: 1, writer: bLocked ? 'A' : 'B' },
+        log,
+      };
+    }
+
+    it('passes an unsigned run in which the forged maximum bricked the resource, naming the breach', () => {
+      const a = analyseRun(forged('unprotected', 'accepted'));
+      expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: true, label: 'anomaly shown' });
+      const violations = a.verdict.checks.violations.join('\n');
+      expect(violations).toMatch(/provenance: .*no grant of this resource has token 9223372036854775807/);
+      expect(violations).toMatch(/provenance: .*refused as stale, yet no grant with a larger token/);
+    });
+
+    it('passes a signed run whose forged write was refused with INVALID_PROOF', () => {
+      const a = analyseRun(forged('fenced', 'refused'));
+      expect(a.verdict).toMatchObject({ expectation: 'safe', passed: true, label: 'safe' });
+      expect(a.writes.find((w) => w.worker === 'A')).toMatchObject({ status: 'refused' });
+      expect(a.verdict.headline).toMatch(/forged write refused/);
+    });
+
+    it('fails a signed run that let the forged write through', () => {
+      const a = analyseRun(forged('fenced', 'accepted'));
+      expect(a.verdict).toMatchObject({ expectation: 'safe', passed: false, label: 'UNSAFE' });
+    });
+
+    it('fails an unsigned run in which the forgery was refused anyway (nothing shown)', () => {
+      const a = analyseRun(forged('unprotected', 'refused'));
+      expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: false, label: 'NO ANOMALY' });
+    });
+  });
 });

@@ -44,7 +44,7 @@ async function tablesIn(schema: string): Promise<string[]> {
   return rows.map((r) => r.table_name);
 }
 
-const STORE_MIGRATIONS = ['0001_create_fence', '0002_create_fence_operation'];
+const STORE_MIGRATIONS = ['0001_create_fence', '0002_create_fence_operation', '0003_create_fence_reset'];
 
 describe('migrate', () => {
   it('creates the schema and every table in it, the migration bookkeeping included', async () => {
@@ -54,6 +54,7 @@ describe('migrate', () => {
     expect(await tablesIn(schema)).toEqual([
       'fence',
       'fence_operation',
+      'fence_reset',
       'fenced_migration',
       'fenced_migration_lock',
     ]);
@@ -89,6 +90,7 @@ describe('migrate', () => {
       'example_document',
       'fence',
       'fence_operation',
+      'fence_reset',
       'fenced_example_migration',
       'fenced_example_migration_lock',
       'fenced_migration',

@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { generateKeyPairSync } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidRequestError } from '@fenced/shared';
 import { DEFAULT_SERVICE_CONFIG, loadConfig } from '../../../packages/coordinator/src/config.js';
 
@@ -64,6 +68,7 @@ describe('service configuration from the environment', () => {
       logLevel: 'warn',
       shutdownGraceMs: 0,
       startupTimeoutMs: 1000,
+      signingKey: undefined,
     });
   });
 
@@ -120,5 +125,91 @@ describe('service configuration from the environment', () => {
     const message = error({ FENCED_REDIS_URLS: urls, FENCED_PORT: 'x', FENCED_MAX_WAIT_MS: 'y' });
     expect(message).toContain('FENCED_PORT');
     expect(message).toContain('FENCED_MAX_WAIT_MS');
+  });
+});
+
+describe('the signing key from the environment', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fenced-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const pair = generateKeyPairSync('ed25519');
+  const pem = pair.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  const keyFile = path.join(dir, 'signing.pem');
+  writeFileSync(keyFile, pem, { mode: 0o600 });
+  const secretLine = pem.split('\n')[1]!;
+
+  it('reads an Ed25519 key from FENCED_SIGNING_KEY_FILE, or inline from FENCED_SIGNING_KEY', () => {
+    for (const env of [{ FENCED_SIGNING_KEY_FILE: keyFile }, { FENCED_SIGNING_KEY: pem }]) {
+      const config = loadConfig({ FENCED_REDIS_URLS: urls, FENCED_SIGNING_KEY_ID: 'k2025', ...env });
+      expect(config.signingKey?.id).toBe('k2025');
+      expect(config.signingKey?.privateKey.asymmetricKeyType).toBe('ed25519');
+      expect(config.signingKey?.privateKey.equals(pair.privateKey)).toBe(true);
+      expect(Object.isFrozen(config.signingKey)).toBe(true);
+    }
+    expect(loadConfig({ FENCED_REDIS_URLS: urls }).signingKey).toBeUndefined();
+  });
+
+  it('fails start-up naming the variable for a missing, unreadable or wrong key, never echoing it', () => {
+    const rsa = path.join(dir, 'rsa.pem');
+    writeFileSync(
+      rsa,
+      generateKeyPairSync('rsa', { modulusLength: 1024 })
+        .privateKey.export({ format: 'pem', type: 'pkcs8' })
+        .toString(),
+    );
+    const garbage = path.join(dir, 'garbage.pem');
+    writeFileSync(garbage, pem.replace(secretLine, secretLine.split('').reverse().join('')));
+    const unreadable = path.join(dir, 'unreadable.pem');
+    writeFileSync(unreadable, pem);
+    chmodSync(unreadable, 0o000);
+    const cases: [Record<string, string>, RegExp][] = [
+      [
+        { FENCED_SIGNING_KEY_FILE: path.join(dir, 'nope.pem'), FENCED_SIGNING_KEY_ID: 'k' },
+        /FENCED_SIGNING_KEY_FILE cannot be read \(.*nope\.pem: ENOENT\)/,
+      ],
+      [
+        { FENCED_SIGNING_KEY_FILE: rsa, FENCED_SIGNING_KEY_ID: 'k' },
+        /FENCED_SIGNING_KEY_FILE must be an Ed25519 private key.*got an rsa key/,
+      ],
+      [
+        { FENCED_SIGNING_KEY_FILE: garbage, FENCED_SIGNING_KEY_ID: 'k' },
+        /FENCED_SIGNING_KEY_FILE must be an Ed25519 private key.*not one/,
+      ],
+      [
+        { FENCED_SIGNING_KEY: 'not a key', FENCED_SIGNING_KEY_ID: 'k' },
+        /FENCED_SIGNING_KEY must be an Ed25519 private key/,
+      ],
+      [
+        { FENCED_SIGNING_KEY_FILE: keyFile },
+        /FENCED_SIGNING_KEY_FILE is set, but FENCED_SIGNING_KEY_ID is not/,
+      ],
+      [{ FENCED_SIGNING_KEY_ID: 'k' }, /FENCED_SIGNING_KEY_ID is set, but no key/],
+      [{ FENCED_SIGNING_KEY_FILE: keyFile, FENCED_SIGNING_KEY: pem, FENCED_SIGNING_KEY_ID: 'k' }, /not both/],
+      [
+        { FENCED_SIGNING_KEY_FILE: keyFile, FENCED_SIGNING_KEY_ID: 'a.b' },
+        /FENCED_SIGNING_KEY_ID must be 1 to 64/,
+      ],
+    ];
+    if (process.getuid?.() !== 0)
+      cases.push([
+        { FENCED_SIGNING_KEY_FILE: unreadable, FENCED_SIGNING_KEY_ID: 'k' },
+        /cannot be read \(.*EACCES\)/,
+      ]);
+    for (const [env, pattern] of cases) {
+      const message = error({ FENCED_REDIS_URLS: urls, ...env });
+      expect(message).toMatch(pattern);
+      expect(message).not.toContain(secretLine);
+      expect(message).not.toContain('PRIVATE KEY-----\n');
+    }
+  });
+
+  it('never prints the key with the configuration', async () => {
+    const config = loadConfig({
+      FENCED_REDIS_URLS: urls,
+      FENCED_SIGNING_KEY_ID: 'k',
+      FENCED_SIGNING_KEY_FILE: keyFile,
+    });
+    const { inspect } = await import('node:util');
+    expect(inspect(config, { depth: 5 })).not.toContain(secretLine);
+    expect(JSON.stringify(config)).not.toContain(secretLine);
   });
 });

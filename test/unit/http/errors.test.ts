@@ -17,6 +17,7 @@ describe('the error code → HTTP status table', () => {
     expect(HTTP_STATUS_BY_CODE).toEqual({
       INVALID_REQUEST: 400,
       UNAUTHORIZED: 401,
+      INVALID_PROOF: 403,
       LOCKED: 409,
       LEASE_LOST: 409,
       STALE_TOKEN: 409,

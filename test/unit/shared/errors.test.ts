@@ -4,6 +4,7 @@ import {
   ERROR_CODES,
   ErrorCode,
   InternalError,
+  InvalidProofError,
   InvalidRequestError,
   LeaseLostError,
   LockedError,
@@ -24,6 +25,7 @@ describe('errors', () => {
       new LeaseLostError('r'),
       new StaleTokenError('r', 3n, 7n),
       new MissingTokenError(),
+      new InvalidProofError('r', 'missing', 'no proof'),
       new InternalError(),
     ];
     expect(errors.map((e) => e.code).sort()).toEqual([...ERROR_CODES].sort());
@@ -40,6 +42,12 @@ describe('errors', () => {
     expect(error.current).toBe(7n);
     expect(error.message).toContain('presented 3');
     expect(error.code).toBe(ErrorCode.STALE_TOKEN);
+  });
+
+  it('keeps why a proof was refused, without the proof itself', () => {
+    const error = new InvalidProofError('doc', 'unknown-key', "signed by key 'old'");
+    expect(error).toMatchObject({ code: 'INVALID_PROOF', name: 'InvalidProofError', reason: 'unknown-key' });
+    expect(error.resource).toBe('doc');
   });
 
   it('keeps the cause', () => {

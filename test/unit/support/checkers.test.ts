@@ -3,6 +3,7 @@ import {
   checkCommitOrder,
   checkCounter,
   checkExactlyOnce,
+  checkGrantedTokens,
   checkTokens,
   combine,
   reportOverlaps,
@@ -137,6 +138,67 @@ describe('checkCommitOrder (G1, G3)', () => {
       [commit(1n, 'a'), commit(4n, 'x')],
     );
     expect(checkCommitOrder(h).info).toContain('1 commits carry a token no recorded acquire returned');
+  });
+});
+
+describe('checkGrantedTokens (F20)', () => {
+  const grants = [
+    op('a', 'acquire', 'r', 0, 1, { token: 10n, leaseId: 'la' }),
+    op('b', 'acquire', 'r', 5, 6, { token: 20n, leaseId: 'lb' }),
+  ];
+
+  it('accepts commits of granted tokens and refusals overtaken by a larger grant', () => {
+    const h = history(
+      [
+        ...grants,
+        op('a', 'increment', 'r', 2, 3, { token: 10n, leaseId: 'la' }),
+        op('b', 'increment', 'r', 7, 8, { token: 20n, leaseId: 'lb' }),
+        op('a', 'increment', 'r', 9, 10, { token: 10n, leaseId: 'la', error: 'STALE_TOKEN: stale' }, 'fail'),
+      ],
+      [
+        { resource: 'r', token: 10n, leaseId: 'la', seq: 1 },
+        { resource: 'r', token: 20n, leaseId: 'lb', seq: 2 },
+      ],
+    );
+    expect(checkGrantedTokens(h).violations).toEqual([]);
+  });
+
+  it('flags a commit of a token nobody was granted (a forged maximum)', () => {
+    const h = history(grants, [{ resource: 'r', token: 9223372036854775807n, leaseId: 'lm', seq: 1 }]);
+    expect(checkGrantedTokens(h).violations.join('\n')).toMatch(
+      /no grant of this resource has token 9223372036854775807/,
+    );
+  });
+
+  it("flags another resource's token, and a granted token committed by another lease", () => {
+    const h = history(
+      [...grants, op('m', 'acquire', 'other', 0, 1, { token: 99n, leaseId: 'lm' })],
+      [
+        { resource: 'r', token: 99n, leaseId: 'lm', seq: 1 },
+        { resource: 'r', token: 20n, leaseId: 'lm', seq: 2 },
+      ],
+    );
+    const violations = checkGrantedTokens(h).violations.join('\n');
+    expect(violations).toMatch(/no grant of this resource has token 99/);
+    expect(violations).toMatch(/token 20 was granted to another lease/);
+  });
+
+  it('flags an honest holder refused by a fence no grant raised (a bricked resource)', () => {
+    const h = history([
+      ...grants,
+      op(
+        'b',
+        'increment',
+        'r',
+        7,
+        8,
+        { token: 20n, leaseId: 'lb', error: 'STALE_TOKEN: the fence is at 9223372036854775807' },
+        'fail',
+      ),
+    ]);
+    expect(checkGrantedTokens(h).violations.join('\n')).toMatch(
+      /refused as stale, yet no grant with a larger token/,
+    );
   });
 });
 

@@ -11,6 +11,8 @@ export interface LeaseGrant {
   resource: string;
   id: string;
   token: bigint;
+  /** The fencing proof, when the service signs leases. */
+  proof: string | undefined;
   ttlMs: number;
   validityMs: number;
   expiresAt: Date;
@@ -47,6 +49,13 @@ export class ClientLease implements FencedLease, AsyncDisposable {
   /** The fencing token; an extension keeps it. Present it to the guarded store. */
   get token(): bigint {
     return this.#grant.token;
+  }
+  /**
+   * The fencing proof (DESIGN §4b) when the service signs leases, else `undefined`. Send it to a guarded store
+   * with the token (the `Fencing-Proof` header, the lease id in `Fencing-Lease-Id`); extending keeps it.
+   */
+  get proof(): string | undefined {
+    return this.#grant.proof;
   }
   get ttlMs(): number {
     return this.#grant.ttlMs;

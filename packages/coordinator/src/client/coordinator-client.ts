@@ -2,6 +2,7 @@ import {
   ErrorCode,
   InternalError,
   LeaseLostError,
+  PROOF_PATTERN,
   QuorumUnavailableError,
   isFencedError,
   parseToken,
@@ -316,7 +317,8 @@ function toGrant(body: unknown, validFrom: number, status: number): LeaseGrant {
     typeof lease.leaseId !== 'string' ||
     typeof lease.ttlMs !== 'number' ||
     typeof lease.validityMs !== 'number' ||
-    typeof lease.expiresAt !== 'string'
+    typeof lease.expiresAt !== 'string' ||
+    (lease.proof !== undefined && (typeof lease.proof !== 'string' || !PROOF_PATTERN.test(lease.proof)))
   ) {
     throw new InternalError(`malformed lease in the coordinator's ${status} response`);
   }
@@ -324,6 +326,7 @@ function toGrant(body: unknown, validFrom: number, status: number): LeaseGrant {
     resource: lease.resource,
     id: lease.leaseId,
     token: parseToken(lease.token, 'token'),
+    proof: lease.proof,
     ttlMs: lease.ttlMs,
     validityMs: lease.validityMs,
     expiresAt: new Date(lease.expiresAt),

@@ -2,6 +2,7 @@ import {
   ErrorCode,
   FencedError,
   InternalError,
+  InvalidProofError,
   InvalidRequestError,
   LeaseLostError,
   LockedError,
@@ -37,6 +38,9 @@ export function errorFromResponse(status: number, body: unknown, resource: strin
       return new LeaseLostError(resource, message);
     case ErrorCode.MISSING_TOKEN:
       return new MissingTokenError(message);
+    case ErrorCode.INVALID_PROOF:
+      // The coordinator never sends it (a guarded store does); the reason is not on the wire.
+      return new InvalidProofError(resource, 'mismatch', message);
     case ErrorCode.INTERNAL:
       return new InternalError(message);
     case ErrorCode.STALE_TOKEN:

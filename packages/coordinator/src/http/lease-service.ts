@@ -19,8 +19,10 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
   nodeStatus(): Promise<readonly NodeStatusView[]>;
 }
 
-/** What the service reads from a granted or extended lease. */
-export type GrantedLease = Pick<Lease, 'resource' | 'id' | 'token' | 'ttlMs' | 'validityMs' | 'expiresAt'>;
+/** What the service reads from a granted or extended lease; `proof` only when the coordinator signs. */
+export type GrantedLease = Pick<Lease, 'resource' | 'id' | 'token' | 'ttlMs' | 'validityMs' | 'expiresAt'> & {
+  readonly proof?: string | undefined;
+};
 
 /** One node's health as the coordinator reports it (never credentials). */
 export type NodeStatusView = NodeStatus;

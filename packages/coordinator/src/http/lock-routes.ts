@@ -166,6 +166,7 @@ function sendLease(res: Response, status: 200 | 201, lease: GrantedLease): void 
     ttlMs: lease.ttlMs,
     validityMs: Math.floor(lease.validityMs),
     expiresAt: lease.expiresAt.toISOString(),
+    ...(lease.proof !== undefined ? { proof: lease.proof } : {}),
   };
   res.status(status).json(body);
 }

@@ -1,4 +1,10 @@
-import { ERROR_CODES, InvalidRequestError, MAX_RESOURCE_BYTES, validateResourceName } from '@fenced/shared';
+import {
+  ERROR_CODES,
+  InvalidRequestError,
+  MAX_RESOURCE_BYTES,
+  PROOF_PATTERN,
+  validateResourceName,
+} from '@fenced/shared';
 import { z } from 'zod';
 
 /** Bounds the service enforces on requests; they also appear in the OpenAPI document. */
@@ -85,6 +91,16 @@ export function createSchemas(limits: RequestLimits) {
           'How long the lease is valid, counted from the grant: ttlMs minus elapsed time and drift.',
       }),
       expiresAt: z.iso.datetime().meta({ description: 'Wall-clock estimate of the end of validity.' }),
+      proof: z
+        .string()
+        .regex(PROOF_PATTERN)
+        .optional()
+        .meta({
+          description:
+            'Fencing proof, present when the service signs leases (FENCED_SIGNING_KEY_FILE): v1.<keyId>.<Ed25519 ' +
+            'signature, base64url> over the key id, resource, token and sha256 of the lease id. Send it to a ' +
+            'guarded store in the Fencing-Proof header, with the lease id in Fencing-Lease-Id. Extending keeps it.',
+        }),
     })
     .register(components, { id: 'LeaseResponse' });
   const lockStatus = z

@@ -1,5 +1,6 @@
 import {
   FENCING_LEASE_ID_HEADER,
+  FENCING_PROOF_HEADER,
   FENCING_TOKEN_HEADER,
   IDEMPOTENCY_KEY_HEADER,
   InternalError,
@@ -42,7 +43,9 @@ const LOCALS_KEY = 'fencedGuardedWrite';
  * Express middleware for guarded writes (DESIGN §5). It reads `Fencing-Token` (required), `Fencing-Lease-Id`
  * and `Idempotency-Key` (optional) and answers by itself, before the route runs and so before anything is
  * written: 428 MISSING_TOKEN without a token, 400 INVALID_REQUEST for a malformed or repeated header or a bad
- * resource. Otherwise the route gets its {@link GuardedWrite} from `guardedWrite(res)`; the fence is checked
+ * resource. When the store verifies proofs (`verifyKeys`, DESIGN §4b) it also needs `Fencing-Proof` and the
+ * lease id in `Fencing-Lease-Id`, and answers 403 INVALID_PROOF for a missing or invalid proof; it logs neither
+ * the proof nor the lease id (the error message carries neither). Otherwise the route gets its {@link GuardedWrite} from `guardedWrite(res)`; the fence is checked
  * when the route calls `run`, inside the write's transaction, and a stale token reaches `fencedErrorHandler`
  * as 409 STALE_TOKEN with nothing written.
  */
@@ -58,8 +61,12 @@ export function fencedWrites<DB>(options: FencedWritesOptions<DB>): RequestHandl
       if (leaseId !== undefined) validateLeaseIdHeader(leaseId);
       const opIdText = singleHeader(req, IDEMPOTENCY_KEY_HEADER);
       const opId = opIdText === undefined ? undefined : validateIdempotencyKey(opIdText);
+      const proof = singleHeader(req, FENCING_PROOF_HEADER);
       const resource = validateResourceName(resourceOf(req));
-      const fence = { resource, token, leaseId };
+      const fence = { resource, token, leaseId, proof };
+      // Refused here, before the route runs: a forged or misplaced token never reaches a transaction. `run`
+      // checks again (a cache hit), so a route that builds its own fence is covered as well.
+      store.checkProofs(fence);
       write = Object.freeze({
         resource,
         token,
