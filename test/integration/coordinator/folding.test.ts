@@ -174,4 +174,29 @@ describe('a restart repair', () => {
       await coordinator.close();
     }
   });
+
+  it('runs in one process at a time: a second process that finds the node empty waits for the first', async (ctx) => {
+    const why = env.missing('restartWithoutData');
+    if (why) ctx.skip(why);
+    const prefix = `repair-two-${randomUUID().slice(0, 8)}`;
+    const options = { nodes: env.urls, keyPrefix: prefix, maxTtlMs: 2_000 };
+    const first = new Coordinator(options);
+    const second = new Coordinator(options);
+    const seen: string[] = [];
+    try {
+      await first.ready();
+      await second.ready();
+      await env.nodes[1]!.restart({ keepData: false });
+      await eventually(async () => {
+        const [a, b] = await Promise.all([first.nodeStatus(), second.nodeStatus()]);
+        seen.push(...a[1]!.problems, ...b[1]!.problems);
+        return a[1]!.voting && b[1]!.voting;
+      }, 'both processes to see the node vote again');
+      expect(seen.join('\n')).toMatch(/another process is repairing it; waiting/);
+      expect(seen.join('\n')).toMatch(/sits out/);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
 });
