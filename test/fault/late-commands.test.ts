@@ -42,9 +42,15 @@ async function lateExtendAndRelease(
     links.setMode('hold', { direction: 'to-server' });
     if (protectedRun) {
       const extend = history
-        .run('A', 'extend', resource, () => aLease.extend(500), undefined, {
-          fields: { token: aLease.token, leaseId: leaseRef(aLease.id) },
-        })
+        .run(
+          'A',
+          'extend',
+          resource,
+          // By id, so an ok outcome would record the token the nodes returned, not the lease object's own.
+          () => a.extend(resource, aLease.id, 500),
+          (extended) => ({ token: extended.token }),
+          { fields: { leaseId: leaseRef(aLease.id) } },
+        )
         .catch(() => undefined);
       await recordedRelease(history, 'A', aLease);
       await extend;

@@ -6,7 +6,13 @@ import { ConnectionLostError } from '@fenced/guarded-store';
 import { QuorumUnavailableError } from '@fenced/shared';
 import { FaultProxy, proxyEach, type FaultProxies } from '../support/fault-proxy.js';
 import { History } from '../support/history.js';
-import { holderIncrement, readCounter, recordedIncrement, writeCounter } from './support/counter-ops.js';
+import {
+  holderIncrement,
+  readCounter,
+  readOutside,
+  recordedIncrement,
+  writeCounter,
+} from './support/counter-ops.js';
 import { FaultWorld, leaseRef, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
 import { NaiveTokenSource } from './support/naive-token-source.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
@@ -187,13 +193,34 @@ describe('a client cut off from a majority while the resource is held (F8)', () 
 });
 
 describe('requests applied whose replies were lost (F9)', () => {
-  it('an acquire, extend and release whose replies are lost never give two grants one token nor reorder commits', async () => {
+  /**
+   * Registers seeded above the time floor, so every token comes from the registers alone. A's acquire is applied
+   * on every node with every reply lost (A holds nothing); B grants and writes. A gets the lease, extends it once
+   * (recorded with the token the nodes returned), then extends and releases with every reply lost, so it never
+   * learns whether either happened. B takes over and writes; A, still unsure, writes late — from the value it
+   * read while it held the lease, in the negative control's unguarded read-modify-write.
+   */
+  async function repliesLost(protection: 'protected' | 'no-guard'): Promise<Verdict> {
     const resource = uniqueResource('f9-redis');
     await world.ensureCounter(resource);
+    await seedRegistersAhead(await world.connectedClients(world.urls), resource);
     const history = new History();
     const a = await proxiedClient('A');
     const b = world.coordinator();
     const ttlMs = 600;
+    const mode = protection === 'protected' ? 'guarded' : 'unguarded';
+    const extend = (note: string) =>
+      history
+        .run(
+          'A',
+          'extend',
+          resource,
+          // By id: the token comes back from the nodes (extend.lua), not from the lease object.
+          () => a.coordinator.extend(resource, aLease.id, ttlMs),
+          (extended) => ({ token: extended.token, validityMs: extended.validityMs }),
+          { fields: { leaseId: leaseRef(aLease.id), value: note } },
+        )
+        .catch(() => undefined);
 
     // Acquire applied on every node (lease keys set, token promised), every reply lost: A holds nothing.
     a.links.setMode('drop-responses');
@@ -205,19 +232,18 @@ describe('requests applied whose replies were lost (F9)', () => {
     await recordedIncrement(
       history,
       world.store,
-      holderIncrement('B', bLease, 'guarded', { opId: `B1-${resource}` }),
+      holderIncrement('B', bLease, mode, { opId: `B1-${resource}` }),
     );
     await recordedRelease(history, 'B', bLease);
 
-    // A gets a lease; its extend is applied but the replies are lost, so A cannot count on it.
-    const aLease = await recordedAcquire(history, 'A', a.coordinator, resource, { ttlMs, waitMs: 10_000 });
-    if (!aLease) throw new Error('A did not get the lease');
+    // A gets a lease and extends it once for real; then an extend applied with the replies lost.
+    const granted = await recordedAcquire(history, 'A', a.coordinator, resource, { ttlMs, waitMs: 10_000 });
+    if (!granted) throw new Error('A did not get the lease');
+    const aLease = granted;
+    const aRead = await readOutside(world.store, resource);
+    await extend('answered');
     a.links.setMode('drop-responses');
-    await history
-      .run('A', 'extend', resource, () => aLease.extend(ttlMs), undefined, {
-        fields: { token: aLease.token, leaseId: leaseRef(aLease.id) },
-      })
-      .catch(() => undefined);
+    await extend('reply lost');
     // And its release is applied with the reply lost too: B may take over at once.
     await recordedRelease(history, 'A', aLease);
     a.links.release();
@@ -227,17 +253,29 @@ describe('requests applied whose replies were lost (F9)', () => {
     await recordedIncrement(
       history,
       world.store,
-      holderIncrement('B', bAgain, 'guarded', { opId: `B2-${resource}` }),
+      holderIncrement('B', bAgain, mode, { opId: `B2-${resource}` }),
     );
     // A, which never learnt whether its extend or release happened, writes late: the fence refuses it.
-    await recordedIncrement(history, world.store, holderIncrement('A', aLease, 'guarded')).catch(
-      () => undefined,
-    );
+    await recordedIncrement(
+      history,
+      world.store,
+      holderIncrement('A', aLease, mode, mode === 'unguarded' ? { readBefore: aRead } : {}),
+    ).catch(() => undefined);
     await recordedRelease(history, 'B', bAgain);
+    return judge(world, history, [resource]);
+  }
 
-    const verdict = await judge(world, history, [resource]);
+  it('an acquire, extend and release whose replies are lost never give two grants one token nor reorder commits', async () => {
+    const verdict = await repliesLost('protected');
     expect(verdict.violations).toEqual([]);
     expect(verdict.info.join('\n')).toMatch(/final 2, 2 increments ok/);
+  });
+
+  it('negative control: without the guard, A’s late write after the lost replies lands below B’s and loses its update', async () => {
+    const verdict = await repliesLost('no-guard');
+    expect(verdict.ok).toBe(false);
+    expect(verdict.violations.join('\n')).toMatch(/below the high-water mark/);
+    expect(verdict.violations.join('\n')).toMatch(/lost update/);
   });
 
   /**

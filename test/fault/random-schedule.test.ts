@@ -20,12 +20,16 @@ afterAll(async () => {
 
 describe(`a random fault schedule (seed ${SEED})`, () => {
   it('keeps tokens, commit order, the counter and operation ids correct through every fault', async () => {
-    const { verdict, schedule } = await runRandomSchedule(world, {
+    const { verdict, schedule, history, seeded } = await runRandomSchedule(world, {
       seed: SEED,
       durationMs: DURATION_MS,
       protection: 'protected',
     });
     expect(schedule.length).toBeGreaterThan(5);
+    // Every token came from the registers (seeded above the time floor), none from a client's clock.
+    const tokens = history.events.filter((e) => e.op === 'acquire' && e.kind === 'ok').map((e) => e.token!);
+    expect(tokens.length).toBeGreaterThan(0);
+    expect(tokens.every((t) => t > seeded)).toBe(true);
     expect(verdict.violations, `seed ${SEED}; schedule:\n${schedule.map(describeStep).join('\n')}`).toEqual(
       [],
     );

@@ -6,7 +6,8 @@
 //   options: --run-seconds N (length of one schedule, default 60), --clients N (default 4)
 //   npm run soak -- --simulation --minutes 10 the protocol simulation (no servers) instead, for 10 minutes
 //
-// Every run is judged by every checker; a failing run prints its seed (to replay it), its violations and its
+// Each run's token registers start far above every client's time floor (runRandomSchedule seeds them), so the
+// token checker sees what the quorum registers alone guarantee. Every run is judged by every checker; a failing run prints its seed (to replay it), its violations and its
 // schedule, writes its history to .tmp/fault-histories/, and the soak exits 1.
 import { parseArgs } from 'node:util';
 import { FaultWorld } from './support/fault-world.js';

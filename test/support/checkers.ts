@@ -130,11 +130,13 @@ export interface CommitCheckOptions {
 }
 
 /**
- * G1 and G3, two ways:
+ * G1 and G3, three ways:
  * - commit records, in commit order per resource: tokens never go below the high-water mark, and an equal
  *   token comes only from the lease that set it;
  * - events, in real time: a guarded write invoked after another write with a higher token completed `ok`
- *   (the new holder had fenced in) must not complete `ok` itself.
+ *   (the new holder had fenced in) must not complete `ok` itself;
+ * - by grant order, whatever the tokens say: once a grant has fenced in, no grant that completed before it
+ *   started commits again (commit records and write events; needs lease ids on grants and commits).
  */
 export function checkCommitOrder(history: HistoryData, options: CommitCheckOptions = {}): CheckResult {
   const writeOps = new Set<Op>(options.writeOps ?? ['write', 'increment', 'fence']);
@@ -178,6 +180,8 @@ export function checkCommitOrder(history: HistoryData, options: CommitCheckOptio
     });
   }
 
+  violations.push(...laterGrantFencedIn(history.commits, ops, writeOps, acquireOp));
+
   const granted = new Set(
     ops
       .filter((o) => o.op === acquireOp && o.token !== undefined)
@@ -188,6 +192,76 @@ export function checkCommitOrder(history: HistoryData, options: CommitCheckOptio
     if (orphans > 0) info.push(`${orphans} commits carry a token no recorded acquire returned`);
   }
   return result(violations, info);
+}
+
+/**
+ * G3 by grant order, independent of the tokens: if grant A completed before grant B was invoked (real time), then
+ * once B has fenced in (a guarded transaction of B's lease committed) no guarded transaction of A's lease may
+ * commit. Checked on the commit records (commit order) and on the write events (real time). Needs lease ids on
+ * the grants and on the commits or writes; anything without one is skipped. Tokens are what the guard compares,
+ * so when the tokens themselves are wrong (a later grant with a lower token) only this check sees the zombie.
+ */
+function laterGrantFencedIn(
+  commits: readonly CommitRecord[],
+  ops: readonly Operation[],
+  writeOps: ReadonlySet<Op>,
+  acquireOp: Op,
+): string[] {
+  const violations: string[] = [];
+  const grants = new Map<string, Operation>();
+  for (const o of ops)
+    if (o.op === acquireOp && o.outcome === 'ok' && o.leaseId !== undefined)
+      grants.set(`${o.resource}\u0000${o.leaseId}`, o);
+  const grantOf = (resource: string, leaseId: string | undefined): Operation | undefined =>
+    leaseId === undefined ? undefined : grants.get(`${resource}\u0000${leaseId}`);
+  if (grants.size === 0) return violations;
+
+  // Commit order: the latest-starting grant that has fenced in so far, per resource.
+  for (const [resource, list] of groupBy(commitOrder(commits), (c) => c.resource)) {
+    let latest: { grant: Operation; position: number; commit: CommitRecord } | null = null;
+    for (const [position, c] of list.entries()) {
+      const grant = grantOf(resource, c.leaseId);
+      if (grant === undefined) continue;
+      if (
+        latest !== null &&
+        grant.leaseId !== latest.grant.leaseId &&
+        grant.completedAt < latest.grant.invokedAt
+      )
+        violations.push(
+          `${resource}: commit #${position} (${commitLabel(c)}) is of ${describe(grant)}, which completed before ${describe(latest.grant)} started, yet it committed after that grant had fenced in (commit #${latest.position}, ${commitLabel(latest.commit)})`,
+        );
+      if (latest === null || grant.invokedAt > latest.grant.invokedAt)
+        latest = { grant, position, commit: c };
+    }
+  }
+
+  // Real time: a write invoked after a later grant's write completed ok must not complete ok itself.
+  const writes = ops.filter((o) => writeOps.has(o.op) && o.outcome === 'ok' && o.leaseId !== undefined);
+  for (const [resource, list] of groupBy(writes, (w) => w.resource)) {
+    const byCompletion = [...list].sort((x, y) => x.completedAt - y.completedAt);
+    const byInvoke = [...list].sort((x, y) => x.invokedAt - y.invokedAt);
+    let latest: { grant: Operation; write: Operation } | null = null;
+    let i = 0;
+    for (const w of byInvoke) {
+      for (; i < byCompletion.length && byCompletion[i]!.completedAt < w.invokedAt; i++) {
+        const done = byCompletion[i]!;
+        const grant = grantOf(resource, done.leaseId);
+        if (grant !== undefined && (latest === null || grant.invokedAt > latest.grant.invokedAt))
+          latest = { grant, write: done };
+      }
+      const grant = grantOf(resource, w.leaseId);
+      if (
+        grant !== undefined &&
+        latest !== null &&
+        grant.leaseId !== latest.grant.leaseId &&
+        grant.completedAt < latest.grant.invokedAt
+      )
+        violations.push(
+          `${resource}: ${describe(w)} of a grant that completed before ${describe(latest.grant)} started committed after ${describe(latest.write)} had fenced in`,
+        );
+    }
+  }
+  return violations;
 }
 
 function commitOrder(commits: readonly CommitRecord[]): CommitRecord[] {

@@ -47,6 +47,7 @@ async function run(request: WorkerRequest): Promise<WorkerResult> {
         nodeTimeoutMs: setup.nodeTimeoutMs,
         maxTtlMs: setup.maxTtlMs,
         retryDelayMs: 50,
+        ...(setup.keyPrefix === undefined ? {} : { keyPrefix: setup.keyPrefix }),
       });
       coordinator.on('nodeError', () => undefined);
       const db = createDatabase<CounterDb>({
@@ -64,9 +65,11 @@ async function run(request: WorkerRequest): Promise<WorkerResult> {
       });
       session = { coordinator, db, store };
       await coordinator.ready();
-      // Loads the scripts on every node, so the scenario's acquire is a single round trip.
-      const warm = await coordinator.acquire(`warm-up-${name}-${process.pid}`, { ttlMs: 1_000 });
-      await warm.release();
+      if (setup.warmUp ?? true) {
+        // Loads the scripts on every node, so the scenario's acquire is a single round trip.
+        const warm = await coordinator.acquire(`warm-up-${name}-${process.pid}`, { ttlMs: 1_000 });
+        await warm.release();
+      }
       return { ok: true };
     }
     case 'acquire': {

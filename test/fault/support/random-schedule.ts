@@ -1,7 +1,7 @@
 import { FaultProxy, proxyEach, type FaultProxies } from '../../support/fault-proxy.js';
 import { History } from '../../support/history.js';
 import { readCounter } from './counter-ops.js';
-import { uniqueResource, type FaultWorld } from './fault-world.js';
+import { seedRegistersAhead, uniqueResource, type FaultWorld } from './fault-world.js';
 import { judge, sleep, type Verdict } from './verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './workload.js';
 
@@ -136,6 +136,8 @@ export interface RandomRunResult {
   readonly schedule: readonly ScheduledStep[];
   readonly history: History;
   readonly resource: string;
+  /** The value the counter's token registers were seeded with (above every client's time floor). */
+  readonly seeded: bigint;
 }
 
 interface ClientLinks {
@@ -145,7 +147,8 @@ interface ClientLinks {
 
 /**
  * A seeded random schedule of node pauses, kills and restarts, client partitions, delays and holds, against
- * several clients doing read-modify-write increments on one counter, judged by every checker.
+ * several clients doing read-modify-write increments on one counter, judged by every checker. The counter's
+ * token registers start far above every client's time floor, so tokens are the protocol's alone.
  */
 export async function runRandomSchedule(
   world: FaultWorld,
@@ -160,6 +163,10 @@ export async function runRandomSchedule(
   });
   const resource = uniqueResource(`random-${options.seed}`);
   await world.ensureCounter(resource);
+  // Every client shares this machine's clock, so the proposal's time floor alone would lift each later token
+  // above each earlier one. Registers far above the floor make every token come from the quorum registers
+  // (DESIGN §7): a register that went backwards — an empty restart repaired wrongly — shows in the tokens.
+  const seeded = await seedRegistersAhead(await world.connectedClients(world.urls), resource);
   const history = new History();
   const links: ClientLinks[] = [];
   const clients: WorkloadClient[] = [];
@@ -233,7 +240,7 @@ export async function runRandomSchedule(
     for (const client of clients) await world.closeCoordinator(client.coordinator);
     await Promise.allSettled(links.flatMap((l) => [l.redis.stop(), l.postgres.stop()]));
   }
-  return { verdict: await judge(world, history, [resource]), schedule, history, resource };
+  return { verdict: await judge(world, history, [resource]), schedule, history, resource, seeded };
 }
 
 /** Applies one fault and undoes it after its duration. */

@@ -13,6 +13,13 @@ export interface WorkerSetup {
   readonly schema: string;
   readonly lockTimeoutMs?: number;
   readonly idleInTransactionTimeoutMs?: number;
+  /** The coordinator's key prefix. @defaultValue the coordinator's default */
+  readonly keyPrefix?: string;
+  /**
+   * Acquire and release a throw-away resource at set-up (so every node has the scripts cached). Off for a
+   * scenario that needs the nodes free of resource keys (a fresh cluster). @defaultValue true
+   */
+  readonly warmUp?: boolean;
 }
 
 export type WorkerCommand =

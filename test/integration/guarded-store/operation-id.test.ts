@@ -1,5 +1,6 @@
 import { StaleTokenError } from '@fenced/shared';
 import type { Transaction } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
 import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
@@ -75,6 +76,69 @@ describe('operation ids (G5)', () => {
     expect(calls.n).toBe(1);
     expect(new Set(results.map((r) => JSON.stringify(r))).size).toBe(1);
     expect(await total(resource)).toBe(5n);
+  });
+
+  /**
+   * The fence row is locked by another transaction (a holder inside its critical section); `count` retries of one
+   * write are fired at once and every one of them is seen waiting behind that lock (pg_blocking_pids, directly or behind another retry) before the
+   * holder commits. Returns how often the write ran and the total it left.
+   */
+  async function retriesQueuedOnTheFenceRow(
+    opId: string | undefined,
+  ): Promise<{ runs: number; total: bigint }> {
+    const count = 6;
+    const resource = uniqueResource();
+    const lease = { resource, id: 'lease-1', token: 3n };
+    await store.fenceIn(lease); // the fence row exists; the holder below locks it
+    const holder = new pg.Client({
+      connectionString: f.server.url,
+      options: `-c search_path=${f.schema.schema}`,
+    });
+    await holder.connect();
+    const calls = { n: 0 };
+    try {
+      const [{ pid }] = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows as [
+        { pid: number },
+      ];
+      await holder.query('begin');
+      await holder.query('select token from fence where resource = $1 for update', [resource]);
+      const retries = Array.from({ length: count }, () =>
+        opId === undefined
+          ? store.run(lease, deposit(resource, 5n, calls))
+          : store.run(lease, deposit(resource, 5n, calls), { opId }),
+      );
+      const deadline = performance.now() + 10_000;
+      for (;;) {
+        const [row] = await f.sql<{ waiting: number }>(
+          // Waiters queue behind each other: the first waits on the holder, the next ones on the first.
+          `with recursive blocked(pid) as (
+             select pid from pg_stat_activity where $1 = any(pg_blocking_pids(pid))
+             union
+             select a.pid from pg_stat_activity a join blocked b on b.pid = any(pg_blocking_pids(a.pid)))
+           select count(*)::int as waiting from blocked`,
+          [pid],
+        );
+        if ((row?.waiting ?? 0) >= count) break;
+        if (performance.now() > deadline)
+          throw new Error(`only ${row?.waiting} retries waiting on the fence row`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(calls.n).toBe(0); // none got past the fence statement while the row was locked
+      await holder.query('commit');
+      const settled = await Promise.allSettled(retries);
+      expect(settled.filter((r) => r.status === 'rejected')).toEqual([]);
+    } finally {
+      await holder.end();
+    }
+    return { runs: calls.n, total: await total(resource) };
+  }
+
+  it('applies retries of one operation once when they all wait on the fence row lock together', async () => {
+    expect(await retriesQueuedOnTheFenceRow('op-queued')).toEqual({ runs: 1, total: 5n });
+  });
+
+  it('negative control: the same queued retries without an operation id apply once each', async () => {
+    expect(await retriesQueuedOnTheFenceRow(undefined)).toEqual({ runs: 6, total: 30n });
   });
 
   it('still answers a retry whose first attempt committed before a successor fenced in', async () => {

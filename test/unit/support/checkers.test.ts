@@ -132,6 +132,41 @@ describe('checkCommitOrder (G1, G3)', () => {
     expect(checkCommitOrder(h).violations).toEqual([]);
   });
 
+  it('flags a zombie of an earlier grant committing after a later grant fenced in, even with a higher token', () => {
+    // A was granted 9 first; B, started after A's grant completed, got 5 (tokens went backwards): the guard
+    // compares tokens only, so A's late commit passes it. Grant order shows the broken G3.
+    const h = history(
+      [
+        op('A', 'acquire', 'r', 0, 1, { token: 9n, leaseId: 'a' }),
+        op('B', 'acquire', 'r', 5, 6, { token: 5n, leaseId: 'b' }),
+        op('B', 'increment', 'r', 7, 8, { token: 5n, leaseId: 'b' }),
+        op('A', 'increment', 'r', 10, 11, { token: 9n, leaseId: 'a' }),
+      ],
+      [commit(5n, 'b', 1), commit(9n, 'a', 2)],
+    );
+    const r = checkCommitOrder(h);
+    expect(r.ok).toBe(false);
+    expect(r.violations).toHaveLength(2);
+    expect(r.violations[0]).toMatch(
+      /commit #1 \(token 9, lease a\) is of acquire by A, lease a, token 9 .* which completed before acquire by B, lease b, token 5 .* started, yet it committed after that grant had fenced in \(commit #0/,
+    );
+    expect(r.violations[1]).toMatch(
+      /increment by A, lease a, token 9 .* of a grant that completed before acquire by B.* committed after increment by B/,
+    );
+  });
+
+  it('accepts commits of overlapping grants in any order, and an earlier grant committing before the later fenced in', () => {
+    const h = history(
+      [
+        op('A', 'acquire', 'r', 0, 4, { token: 9n, leaseId: 'a' }),
+        op('B', 'acquire', 'r', 2, 6, { token: 5n, leaseId: 'b' }), // concurrent with A's grant: no order
+        op('C', 'acquire', 'r', 10, 11, { token: 12n, leaseId: 'c' }),
+      ],
+      [commit(5n, 'b', 1), commit(9n, 'a', 2), commit(9n, 'a', 3), commit(12n, 'c', 4)],
+    );
+    expect(checkCommitOrder(h).violations).toEqual([]);
+  });
+
   it('notes commits whose token no recorded acquire returned', () => {
     const h = history(
       [op('p1', 'acquire', 'r', 0, 1, { token: 1n, leaseId: 'a' })],
