@@ -281,13 +281,19 @@ export class NodeSet implements ProtocolContext {
     }
   }
 
-  /** Probes nodes that do not vote, so they rejoin when reachable, reconfigured or repaired. */
+  /**
+   * Probes nodes that do not vote, so they rejoin when reachable, reconfigured or repaired — and nodes whose last
+   * probe could not reach them: one that comes back empty is then found by the probe (and repaired), not only by
+   * the next vote it is asked for.
+   */
   private async recheck(): Promise<void> {
     if (this.rechecking || this.closing.aborted) return;
     this.rechecking = true;
     try {
       const idle = this.nodes.filter(
-        (n) => !n.isVoting(this.settings.unsafeAllowUnsafeNodes) && !this.repairs.has(n.index),
+        (n) =>
+          (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) || n.lastProbe?.reachable === false) &&
+          !this.repairs.has(n.index),
       );
       if (idle.length === 0) return;
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
