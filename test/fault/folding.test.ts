@@ -16,6 +16,7 @@ import { loadScripts, runScript } from '../../packages/coordinator/src/scripts/s
 import { checkTokens } from '../support/checkers.js';
 import { History } from '../support/history.js';
 import { startRedisNodes, type RedisNodes } from '../support/redis-cluster.js';
+import { seededRandom } from '../support/seeded-random.js';
 import { recordedAcquire, recordedRelease, sleep } from './support/verdict.js';
 
 let env: RedisNodes;
@@ -30,17 +31,6 @@ afterAll(async () => {
   for (const client of raw ?? []) client.disconnect();
   await env?.stop();
 });
-
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 async function foldingRun(fold: 'atomic-into-floor' | 'delete-only', seed: number): Promise<History> {
   const prefix = `f21-${randomUUID().slice(0, 8)}`;
@@ -58,7 +48,7 @@ async function foldingRun(fold: 'atomic-into-floor' | 'delete-only', seed: numbe
   await Promise.all(raw.map((client) => loadScripts(client)));
 
   const history = new History();
-  const random = prng(seed);
+  const random = seededRandom(seed);
   const deadline = performance.now() + 12_000;
   let stop = false;
 

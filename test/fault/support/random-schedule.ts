@@ -4,18 +4,7 @@ import { readCounter } from './counter-ops.js';
 import { seedRegistersAhead, uniqueResource, type FaultWorld } from './fault-world.js';
 import { judge, sleep, type Verdict } from './verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './workload.js';
-
-/** mulberry32: a tiny seeded PRNG, so a schedule is replayed exactly from its seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../support/seeded-random.js';
 
 export type FaultStep =
   | { readonly kind: 'pause-node'; readonly node: number; readonly forMs: number }

@@ -8,6 +8,7 @@
  * - `randomChooser(seed)`: a seeded PRNG that mostly takes the default and sometimes not; a failure replays from its
  *   seed alone.
  */
+import { seededRandom } from '../seeded-random.js';
 import type { Chooser } from './sim-world.js';
 
 export interface Failure {
@@ -66,21 +67,9 @@ export function replayChooser(choices: readonly number[]): Chooser {
   return (_point, count) => Math.min(choices[i++] ?? 0, count - 1);
 }
 
-/** mulberry32: a small, fast, seedable PRNG. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 /** Takes the default with probability `pDefault`, else one of the other options uniformly. */
 export function randomChooser(seed: number, pDefault = 0.5): Chooser {
-  const random = prng(seed);
+  const random = seededRandom(seed);
   return (_point, count) => {
     if (count <= 1 || random() < pDefault) return 0;
     return 1 + Math.floor(random() * (count - 1));

@@ -1,4 +1,4 @@
-import { prng } from './explore.js';
+import { seededRandom } from '../seeded-random.js';
 import { HOUR_MS, type RepairVariant, type ScenarioSpec } from './scenario.js';
 
 /**
@@ -8,7 +8,7 @@ import { HOUR_MS, type RepairVariant, type ScenarioSpec } from './scenario.js';
  * that delay (past the ttl), lose and duplicate messages.
  */
 export function randomSpec(seed: number, repair: RepairVariant = 'real'): ScenarioSpec {
-  const random = prng(seed ^ 0x5eed);
+  const random = seededRandom(seed ^ 0x5eed);
   const int = (min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const nodes = pick([3, 3, 5]);

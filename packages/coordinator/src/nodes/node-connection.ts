@@ -1,3 +1,11 @@
+/**
+ * One Redis master as the coordinator sees it: the ioredis client, what the last probe found, and one bounded
+ * method per Lua script (the ProtocolNode and RepairNode slices the protocol steps take).
+ *
+ * Longer than most files here (~500 lines) on purpose: every method is a thin, typed wrapper that names a script's
+ * KEYS in the order its contract block states, and keeping them in one class keeps the node's key layout in one
+ * place. The protocol decisions are elsewhere (protocol/, tokens/, nodes/repair.ts).
+ */
 import { Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';
 import { NodeTimeoutError } from '../errors.js';

@@ -14,6 +14,9 @@
  *
  * Tests that fail when this breaks: test/fault/amnesia.test.ts (F19, F22), test/fault/restarts.test.ts (F6, F7),
  * test/integration/coordinator/lifecycle.test.ts.
+ *
+ * Just over 400 lines: membership, start-up checks, fresh initialization, the background re-check and fold passes,
+ * and the status view all read the same per-node facts; the repair itself lives in nodes/repair.ts.
  */
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
