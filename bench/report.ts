@@ -458,6 +458,7 @@ export function renderMarkdown(results: BenchResults): string {
             'keys/resource held',
             'idle',
             'after the retention',
+            'left per node',
             'waited',
           ],
           retained.map(({ level, name, c, after }) => [
@@ -470,6 +471,7 @@ export function renderMarkdown(results: BenchResults): string {
             after.levels.length > 1 ? '–' : num(c.heldKeysPerResource, 2),
             after.levels.length > 1 ? '–' : num(c.idleKeysPerResource, 2),
             num(after.keysPerResource, 4),
+            `${num(after.bytesPerNode / 1_024, 1)} KiB, ${num(after.keysPerNode)} keys`,
             `${num(after.waitedMs / 1_000, 1)} s (${after.endedBy})`,
           ]),
         ),

@@ -61,6 +61,8 @@ export interface AfterRetention {
   endedBy: 'back to the key count before' | 'stopped falling' | 'bound';
   /** Mean over the nodes of (used_memory − before the levels) / resources, in bytes. */
   bytesPerResource: number;
+  /** Mean over the nodes of used_memory − before the levels, in bytes. */
+  bytesPerNode: number;
   /** Mean over the nodes of (keys − before the levels) / resources. */
   keysPerResource: number;
   /** Mean over the nodes of keys − before the levels. */
@@ -347,6 +349,7 @@ async function waitForFolding(
     waitedMs: performance.now() - lastPassEnd,
     endedBy,
     bytesPerResource: resources === 0 ? Number.NaN : meanDelta(since.memory, memory) / resources,
+    bytesPerNode: meanDelta(since.memory, memory),
     keysPerResource: resources === 0 ? Number.NaN : keysPerNode / resources,
     keysPerNode,
   };
