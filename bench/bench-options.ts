@@ -19,6 +19,13 @@ export interface BenchOptions {
   /** Overrides of the scale plan, for a long run of one level (e.g. a full million). */
   scaleLevels: number[] | undefined;
   scaleCapMs: number | undefined;
+  /** Skip the scale scenario's wait for fenced's fold passes (e.g. a long-capped run with a long retention). */
+  skipFoldWait: boolean;
+  /**
+   * A git revision of this repository whose @fenced/coordinator sources run as an extra library, `fenced@<ref>`,
+   * beside the current one in the throughput and latency scenarios (bench/baseline.ts).
+   */
+  baselineRef: string | undefined;
   /** The command as typed, for the report. */
   command: string;
 }
@@ -32,6 +39,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --library NAME[,NAME]      only these libraries: ${LIBRARY_NAMES.join(', ')}
   --scale-levels N[,N]       resource counts of the scale scenario (default 1000,100000,1000000)
   --scale-cap-s N            time cap of each scale phase, in seconds (default 30)
+  --skip-fold-wait           the scale scenario does not wait for fenced's fold passes after each level
+  --baseline-ref REF         also run fenced as of git revision REF (e.g. eca9042), checked out into a temporary
+                             worktree, as the library fenced@REF in the throughput and latency scenarios
   --fenced-node-timeout-ms N nodeTimeoutMs of the fenced coordinator (default: the library's default)
   --help                     this text
 
@@ -52,6 +62,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
       library: { type: 'string', multiple: true },
       'scale-levels': { type: 'string' },
       'scale-cap-s': { type: 'string' },
+      'skip-fold-wait': { type: 'boolean', default: false },
+      'baseline-ref': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -89,8 +101,14 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     values['scale-cap-s'] === undefined
       ? undefined
       : positiveInteger('--scale-cap-s', values['scale-cap-s'], 1, 86_400) * 1_000;
+  const baselineRef = values['baseline-ref'];
+  if (baselineRef !== undefined && !/^[\w./@^~-]{1,100}$/.test(baselineRef)) {
+    throw new Error(`--baseline-ref must be a git revision (branch, tag or commit), got '${baselineRef}'`);
+  }
   const complete =
     !quick &&
+    baselineRef === undefined &&
+    !values['skip-fold-wait'] &&
     scenarios.length === SCENARIO_NAMES.length &&
     libraries.length === LIBRARY_NAMES.length &&
     scaleLevels === undefined &&
@@ -113,6 +131,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     libraries,
     scaleLevels,
     scaleCapMs,
+    skipFoldWait: values['skip-fold-wait'],
+    baselineRef,
     complete,
     command: ['npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
   };

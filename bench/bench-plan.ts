@@ -31,7 +31,12 @@ export interface BenchPlan {
     repeatLevelsUpTo: number;
     /** Bound of the acquire phase of one pass (and of its release phase). The pass stops there if unfinished. */
     phaseCapMs: number;
-    /** Lease ttl during the pass: longer than both phases, so nothing expires while memory is measured. */
+    /**
+     * Lease ttl during the pass: longer than the acquire phase (the cap) plus the settle, so no lease expires
+     * before memory is read while held. It is also the largest ttl the plan uses, so the fenced library runs with
+     * `maxTtlMs` and `tokenRetentionMs` equal to it (see `fencedLimits`), and the scale scenario can wait out the
+     * retention.
+     */
     ttlMs: number;
     /** Pause before each INFO memory, so replies, the AOF buffer and lazy frees have settled. */
     settleMs: number;
@@ -40,6 +45,12 @@ export interface BenchPlan {
      * lasted this long together, so its throughput is measured over as steady a stretch as a large level's.
      */
     minMeasureMs: number;
+    /**
+     * After which levels the scenario waits for fenced's fold passes (the retention, then until the key count stops
+     * falling) and reports what is left per resource: every level, only the last one (the quick plan: one wait
+     * proves the path), or none (`--skip-fold-wait`).
+     */
+    foldWait: 'every-level' | 'last-level' | 'off';
   };
   guarded: { concurrencies: number[]; warmupMs: number; durationMs: number };
   http: { concurrencies: number[]; warmupMs: number; durationMs: number; ttlMs: number };
@@ -61,39 +72,66 @@ export const FULL_PLAN: BenchPlan = {
     concurrency: 256,
     repeatLevelsUpTo: 1_000,
     phaseCapMs: 30_000,
-    ttlMs: 600_000,
+    ttlMs: 40_000,
     settleMs: 300,
     minMeasureMs: 3_000,
+    foldWait: 'every-level',
   },
   guarded: { concurrencies: [1, 32], warmupMs: 1_000, durationMs: 2_000 },
   http: { concurrencies: [1, 64], warmupMs: 1_000, durationMs: 2_000, ttlMs: 10_000 },
 };
 
 export const QUICK_PLAN: BenchPlan = {
-  throughput: { concurrencies: [1, 16, 64, 256], warmupMs: 100, durationMs: 200, ttlMs: 10_000 },
-  latency: { warmupSamples: 10, samples: 60, ttlMs: 10_000 },
+  // Every ttl of the quick plan is at most 5 s, so fenced's retention is 5 s and the one fold wait is short.
+  throughput: { concurrencies: [1, 16, 64, 256], warmupMs: 100, durationMs: 200, ttlMs: 5_000 },
+  latency: { warmupSamples: 10, samples: 60, ttlMs: 5_000 },
   handoff: {
     waiterCounts: [1, 3],
     handoffsPerRun: 3,
     holdMs: 5,
     settleMs: 50,
-    ttlMs: 30_000,
+    ttlMs: 5_000,
     waitMs: 30_000,
   },
   scale: {
     levels: [100, 300, 1_000],
     concurrency: 64,
     repeatLevelsUpTo: 100,
-    phaseCapMs: 5_000,
-    ttlMs: 120_000,
+    phaseCapMs: 3_000,
+    ttlMs: 5_000,
     settleMs: 50,
     minMeasureMs: 200,
+    foldWait: 'last-level',
   },
   guarded: { concurrencies: [1, 32], warmupMs: 100, durationMs: 250 },
-  http: { concurrencies: [1, 64], warmupMs: 100, durationMs: 250, ttlMs: 10_000 },
+  http: { concurrencies: [1, 64], warmupMs: 100, durationMs: 250, ttlMs: 5_000 },
 };
 
 /** Repetitions of one scale level: every run for small levels, a single pass for the large ones. */
 export function repetitionsFor(plan: BenchPlan['scale'], level: number, runs: number): number {
   return level <= plan.repeatLevelsUpTo ? runs : 1;
+}
+
+/**
+ * `maxTtlMs` and `tokenRetentionMs` of every fenced Coordinator the bench creates: the largest lease ttl the plan
+ * uses (the coordinator refuses longer ones), and the smallest retention the coordinator accepts for it (the
+ * retention is at least `maxTtlMs`), so the scale scenario can wait for idle registers to be folded within the run.
+ */
+export function fencedLimits(plan: BenchPlan): { maxTtlMs: number; tokenRetentionMs: number } {
+  const maxTtlMs = Math.max(
+    plan.throughput.ttlMs,
+    plan.latency.ttlMs,
+    plan.handoff.ttlMs,
+    plan.scale.ttlMs,
+    plan.http.ttlMs,
+  );
+  return { maxTtlMs, tokenRetentionMs: maxTtlMs };
+}
+
+/**
+ * The scale lease ttl for a phase cap: the cap plus 10 s (a lease acquired first lives through the rest of the
+ * acquire phase, the settle and the memory read), never below the plan's own.
+ */
+export function scaleTtlFor(capMs: number, planTtlMs: number): number {
+  return Math.max(planTtlMs, capMs + 10_000);
 }

@@ -15,6 +15,8 @@ export interface BenchResults {
   command: string;
   /** The commit measured, and the files under packages/ that were modified in the working tree at the start. */
   revision: { commit: string; modifiedPackageFiles: string[] };
+  /** `--baseline-ref`: the earlier fenced measured beside the current one, as `fenced@<ref>`. */
+  baseline?: { ref: string; commit: string };
   startedAt: string;
   finishedAt: string;
   durationSeconds: number;

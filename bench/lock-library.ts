@@ -22,7 +22,20 @@ export interface HeldLock {
 
 /** The common face of the four libraries, so every scenario drives them the same way. */
 export interface LockLibrary {
-  readonly name: LibraryName;
+  /** A LibraryName, or `fenced@<ref>` for an earlier fenced (`--baseline-ref`, bench/baseline.ts). */
+  readonly name: string;
+  /** For `fenced@<ref>`: the commit its sources were checked out at. */
+  readonly baselineCommit?: string;
+  /**
+   * For fenced: its token retention and how often its fold passes start, so the scale scenario knows how long
+   * idle registers stay (nodes/node-set.ts `foldIntervalMs`).
+   */
+  readonly folding?: {
+    readonly retentionMs: number;
+    readonly intervalMs: number;
+    /** SCAN MATCH pattern of its token registers. */
+    readonly registerPattern: string;
+  };
   /** npm package name and the version read from its package.json. */
   readonly packageName: string;
   readonly version: string;
@@ -81,6 +94,17 @@ async function quitAll(clients: readonly Redis[]): Promise<void> {
 export interface FencedBenchOptions {
   /** `nodeTimeoutMs` of the coordinator; undefined keeps the library default. */
   nodeTimeoutMs?: number | undefined;
+  /**
+   * `maxTtlMs` and `tokenRetentionMs`: the plan's largest lease ttl and the smallest retention allowed with it
+   * (bench-plan.ts `fencedLimits`), so the scale scenario can wait for the fold passes within the run.
+   */
+  maxTtlMs: number;
+  tokenRetentionMs: number;
+}
+
+/** How often the coordinator starts fold passes for a retention: half of it, 1 s to 60 s (nodes/node-set.ts). */
+export function foldIntervalMs(tokenRetentionMs: number): number {
+  return Math.min(60_000, Math.max(1_000, Math.floor(tokenRetentionMs / 2)));
 }
 
 /**
@@ -93,6 +117,8 @@ export function fencedCoordinatorOptions(
 ): CoordinatorOptions {
   return {
     nodes: [...urls],
+    maxTtlMs: bench.maxTtlMs,
+    tokenRetentionMs: bench.tokenRetentionMs,
     ...(bench.nodeTimeoutMs === undefined ? {} : { nodeTimeoutMs: bench.nodeTimeoutMs }),
   };
 }
@@ -119,6 +145,13 @@ async function createFenced(urls: readonly string[], bench: FencedBenchOptions):
       retryDelayMs: settings.retryDelayMs,
       retryJitterMs: settings.retryJitterMs,
       driftFactor: settings.driftFactor,
+      maxTtlMs: settings.maxTtlMs,
+      tokenRetentionMs: settings.tokenRetentionMs,
+    },
+    folding: {
+      retentionMs: settings.tokenRetentionMs,
+      intervalMs: foldIntervalMs(settings.tokenRetentionMs),
+      registerPattern: `${settings.keyPrefix}:{*}:token`,
     },
     waitStrategy: `pub/sub wake-up on release (fallback timer: holder's remaining ttl, or ${settings.retryDelayMs} ms + 0..${settings.retryJitterMs} ms)`,
     acquire: (resource, ttlMs) => coordinator.acquire(resource, { ttlMs }),

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
+import { checkOutBaseline, createBaselineFenced, type BaselineCheckout } from './baseline.js';
 import {
   machineInfo,
   probeFsync,
@@ -14,7 +15,14 @@ import {
   takeStalls,
 } from './bench-environment.js';
 import { parseBenchOptions, USAGE, type BenchOptions } from './bench-options.js';
-import { FULL_PLAN, QUICK_PLAN, type BenchPlan, type ScenarioName } from './bench-plan.js';
+import {
+  fencedLimits,
+  FULL_PLAN,
+  QUICK_PLAN,
+  scaleTtlFor,
+  type BenchPlan,
+  type ScenarioName,
+} from './bench-plan.js';
 import type { BenchResults } from './bench-results.js';
 import { createLockLibraries, fencedCoordinatorOptions, type LockLibrary } from './lock-library.js';
 import { Progress } from './progress.js';
@@ -29,6 +37,8 @@ import { runThroughput } from './scenarios/throughput.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LIBRARY_SCENARIOS: readonly ScenarioName[] = ['throughput', 'latency', 'handoff', 'scale'];
+/** Scenarios the earlier fenced of `--baseline-ref` runs in: the before/after comparison of docs/benchmarks.md. */
+const BASELINE_SCENARIOS: readonly ScenarioName[] = ['throughput', 'latency'];
 
 async function main(options: BenchOptions): Promise<number> {
   const progress = new Progress();
@@ -39,7 +49,10 @@ async function main(options: BenchOptions): Promise<number> {
     scale: {
       ...base.scale,
       ...(options.scaleLevels === undefined ? {} : { levels: options.scaleLevels }),
-      ...(options.scaleCapMs === undefined ? {} : { phaseCapMs: options.scaleCapMs }),
+      ...(options.scaleCapMs === undefined
+        ? {}
+        : { phaseCapMs: options.scaleCapMs, ttlMs: scaleTtlFor(options.scaleCapMs, base.scale.ttlMs) }),
+      ...(options.skipFoldWait ? { foldWait: 'off' as const } : {}),
     },
   };
   const state: RunState = { progress, failures, runs: options.runs };
@@ -53,8 +66,21 @@ async function main(options: BenchOptions): Promise<number> {
   if (!options.quick && options.runs < 5)
     progress.log('note: fewer than 5 runs per cell; medians are less stable');
 
+  let baseline: BaselineCheckout | undefined;
+  if (options.baselineRef !== undefined) {
+    baseline = await checkOutBaseline(ROOT, options.baselineRef);
+    progress.log(
+      `baseline: fenced@${baseline.ref} = commit ${baseline.commit.slice(0, 7)}, checked out in ${baseline.dir}`,
+    );
+  }
   progress.log('starting 5 redis-server nodes (appendonly yes, appendfsync always, noeviction) and Postgres');
-  const env = await startBenchEnvironment();
+  let env: Awaited<ReturnType<typeof startBenchEnvironment>>;
+  try {
+    env = await startBenchEnvironment();
+  } catch (error) {
+    await baseline?.remove();
+    throw error;
+  }
   let libraries: LockLibrary[] = [];
   const results: BenchResults['results'] = {};
   const stalls: BenchResults['redisStalls'] = {};
@@ -64,26 +90,42 @@ async function main(options: BenchOptions): Promise<number> {
     progress.log(
       `redis ${env.versions.redisServer} ×5, postgres ${env.versions.postgres}; disk fdatasync p50 ${fsync.p50Ms.toFixed(2)} ms, p99 ${fsync.p99Ms.toFixed(2)} ms`,
     );
-    const fencedBench = { nodeTimeoutMs: options.fencedNodeTimeoutMs };
+    const fencedBench = { nodeTimeoutMs: options.fencedNodeTimeoutMs, ...fencedLimits(plan) };
     if (options.scenarios.some((s) => LIBRARY_SCENARIOS.includes(s))) {
       libraries = await createLockLibraries(env.redis.urls, fencedBench, options.libraries);
     }
+    if (baseline !== undefined && options.scenarios.some((s) => BASELINE_SCENARIOS.includes(s))) {
+      // Right after the current fenced, so the rotation of the interleaved runs puts the two side by side.
+      const earlier = await createBaselineFenced(baseline, env.redis.urls, fencedBench);
+      const at = libraries.findIndex((l) => l.name === 'fenced');
+      libraries.splice(at + 1, 0, earlier);
+    }
+    /** The libraries of one scenario: the earlier fenced only where it is compared. */
+    const librariesOf = (scenario: ScenarioName): LockLibrary[] =>
+      BASELINE_SCENARIOS.includes(scenario)
+        ? libraries
+        : libraries.filter((l) => l.baselineCommit === undefined);
     let rewrites = (await takeStalls(env.admin, 0)).rewritesTotal;
     for (const scenario of options.scenarios) {
       progress.log(`scenario ${scenario}`);
       try {
         switch (scenario) {
           case 'throughput':
-            results.throughput = await runThroughput(libraries, env.admin, plan.throughput, state);
+            results.throughput = await runThroughput(
+              librariesOf(scenario),
+              env.admin,
+              plan.throughput,
+              state,
+            );
             break;
           case 'latency':
-            results.latency = await runLatency(libraries, plan.latency, state);
+            results.latency = await runLatency(librariesOf(scenario), plan.latency, state);
             break;
           case 'handoff':
-            results.handoff = await runHandoff(libraries, plan.handoff, state);
+            results.handoff = await runHandoff(librariesOf(scenario), plan.handoff, state);
             break;
           case 'scale':
-            results.scale = await runScale(libraries, env.admin, plan.scale, state);
+            results.scale = await runScale(librariesOf(scenario), env.admin, plan.scale, state);
             break;
           case 'guarded':
             results.guarded = await runGuarded(env.postgres, plan.guarded, state);
@@ -111,6 +153,10 @@ async function main(options: BenchOptions): Promise<number> {
     progress.update('stopping servers', true);
     await Promise.allSettled(libraries.map((l) => l.close()));
     await env.stop();
+    if (baseline !== undefined) {
+      progress.update('removing the baseline worktree', true);
+      await baseline.remove();
+    }
   }
 
   const finishedAt = new Date();
@@ -119,6 +165,7 @@ async function main(options: BenchOptions): Promise<number> {
     kind: options.quick ? 'quick' : options.complete ? 'full' : 'partial',
     command: options.command,
     revision,
+    ...(baseline === undefined ? {} : { baseline: { ref: baseline.ref, commit: baseline.commit } }),
     startedAt: startedAt.toISOString(),
     finishedAt: finishedAt.toISOString(),
     durationSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1_000,

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import type { BenchResults } from './bench-results.js';
+import { range } from './statistics.js';
 import { LIBRARY_NAMES } from './lock-library.js';
 import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
 
@@ -15,6 +16,16 @@ export function docMarkers(section: string): { start: string; end: string } {
 }
 
 const PEERS = LIBRARY_NAMES.filter((n) => n !== 'fenced');
+
+/** The earlier fenced versions of a run (`--baseline-ref`: `fenced@<ref>`), in the order they were created. */
+export function baselineNames(results: BenchResults): string[] {
+  return Object.keys(results.libraries ?? {}).filter((n) => n.startsWith('fenced@'));
+}
+
+/** Table columns: fenced, its earlier versions, then the peers (absent ones print as –). */
+function libraryColumns(results: BenchResults): string[] {
+  return ['fenced', ...baselineNames(results), ...PEERS];
+}
 
 /** Display precision only: the JSON keeps every digit measured. */
 function num(value: number | undefined, digits = 0): string {
@@ -39,9 +50,120 @@ export interface TargetCheck {
   met: boolean | undefined;
 }
 
+/** One line of the before/after comparison: the current fenced against an earlier one, same nodes, same run. */
+interface BeforeAfter {
+  metric: string;
+  unit: string;
+  digits: number;
+  before: number | undefined;
+  after: number | undefined;
+  /** The spread of the runs, where the results keep one value per run. */
+  beforeRange?: { min: number; max: number };
+  afterRange?: { min: number; max: number };
+  lowerIsBetter: boolean;
+}
+
+/** The issue's measures: throughput at 64, acquire p50 at 1, server CPU and AOF bytes per cycle (at 1 and 64). */
+function beforeAfter(results: BenchResults, earlier: string): BeforeAfter[] {
+  const r = results.results;
+  const rows: BeforeAfter[] = [];
+  const tp = r.throughput?.byConcurrency;
+  const spread = (runs: readonly number[] | undefined) =>
+    runs === undefined || runs.length === 0 ? undefined : range(runs);
+  if (tp?.['64'] !== undefined) {
+    const cells = tp['64'];
+    rows.push({
+      metric: 'throughput at concurrency 64',
+      unit: 'cycles/s',
+      digits: 0,
+      before: cells[earlier]?.median,
+      after: cells.fenced?.median,
+      beforeRange: spread(cells[earlier]?.runs),
+      afterRange: spread(cells.fenced?.runs),
+      lowerIsBetter: false,
+    });
+  }
+  const lat = r.latency?.byLibrary;
+  if (lat !== undefined) {
+    rows.push({
+      metric: 'acquire p50 at concurrency 1',
+      unit: 'ms',
+      digits: 3,
+      before: lat[earlier]?.acquire.p50,
+      after: lat.fenced?.acquire.p50,
+      beforeRange: spread(lat[earlier]?.acquireRuns.map((s) => s.p50)),
+      afterRange: spread(lat.fenced?.acquireRuns.map((s) => s.p50)),
+      lowerIsBetter: true,
+    });
+  }
+  for (const concurrency of ['1', '64']) {
+    const cells = tp?.[concurrency];
+    if (cells === undefined) continue;
+    rows.push(
+      {
+        metric: `server CPU per cycle at concurrency ${concurrency} (5 nodes together)`,
+        unit: 'µs',
+        digits: 0,
+        before: cells[earlier]?.redisCpuUsPerCycle,
+        after: cells.fenced?.redisCpuUsPerCycle,
+        lowerIsBetter: true,
+      },
+      {
+        metric: `AOF bytes per cycle at concurrency ${concurrency} (per node)`,
+        unit: 'B',
+        digits: 1,
+        before: cells[earlier]?.aofBytesPerCycle,
+        after: cells.fenced?.aofBytesPerCycle,
+        lowerIsBetter: true,
+      },
+      {
+        metric: `client CPU per cycle at concurrency ${concurrency}`,
+        unit: 'µs',
+        digits: 0,
+        before: cells[earlier]?.clientCpuUsPerCycle,
+        after: cells.fenced?.clientCpuUsPerCycle,
+        lowerIsBetter: true,
+      },
+    );
+  }
+  return rows;
+}
+
+function withRange(
+  value: number | undefined,
+  spread: { min: number; max: number } | undefined,
+  digits: number,
+) {
+  return `${num(value, digits)}${spread === undefined ? '' : ` [${num(spread.min, digits)}–${num(spread.max, digits)}]`}`;
+}
+
+/** Whether `after` is no worse than `before`; undefined when either is missing. */
+function noWorse(row: BeforeAfter): boolean | undefined {
+  const { before, after } = row;
+  if (before === undefined || after === undefined || !Number.isFinite(before) || !Number.isFinite(after)) {
+    return undefined;
+  }
+  return row.lowerIsBetter ? after <= before : after >= before;
+}
+
 export function checkTargets(results: BenchResults): TargetCheck[] {
   const r = results.results;
   const checks: TargetCheck[] = [];
+  for (const earlier of baselineNames(results)) {
+    for (const row of beforeAfter(results, earlier)) {
+      if (row.metric.startsWith('client CPU')) continue; // shown, not a target
+      const within =
+        row.beforeRange !== undefined &&
+        row.after !== undefined &&
+        row.after >= row.beforeRange.min &&
+        row.after <= row.beforeRange.max;
+      checks.push({
+        target: `${row.metric} no worse than ${earlier}`,
+        measured: `${withRange(row.after, row.afterRange, row.digits)} vs ${withRange(row.before, row.beforeRange, row.digits)} ${row.unit} (${ratio(row.after, row.before)})${within ? `; within ${earlier}'s range of runs` : ''}`,
+        met: noWorse(row),
+      });
+    }
+  }
   const tp = r.throughput?.byConcurrency['64'];
   if (tp !== undefined) {
     const x = (tp.fenced?.median ?? NaN) / (tp.redlock?.median ?? NaN);
@@ -153,6 +275,34 @@ export function renderMarkdown(results: BenchResults): string {
   );
 
   const r = results.results;
+  const columns = libraryColumns(results);
+  const others = columns.filter((n) => n !== 'fenced');
+  for (const earlier of baselineNames(results)) {
+    const rows = beforeAfter(results, earlier);
+    if (rows.length === 0) continue;
+    const configuration = results.libraries[earlier]?.configuration ?? {};
+    const text = (value: unknown): string => (typeof value === 'string' ? value : '?');
+    out.push(
+      `### Before/after: fenced against ${earlier}`,
+      '',
+      `The current sources (fenced) and those of ${earlier} (commit ${text(configuration.commit).slice(0, 7)}, key prefix \`${text(configuration.keyPrefix)}\`, as long as fenced's), interleaved on the same nodes in this run; medians of ${results.runs} runs [min–max of the runs where kept]. From scenarios 1 and 2 below.`,
+      '',
+      table(
+        ['measure', earlier, 'fenced', 'fenced ÷ before', 'no worse?'],
+        rows.map((row) => {
+          const verdict = noWorse(row);
+          return [
+            `${row.metric}, ${row.unit}`,
+            withRange(row.before, row.beforeRange, row.digits),
+            withRange(row.after, row.afterRange, row.digits),
+            ratio(row.after, row.before),
+            verdict === undefined ? '–' : verdict ? 'yes' : '**no**',
+          ];
+        }),
+      ),
+      '',
+    );
+  }
   if (r.throughput !== undefined) {
     out.push(
       `### 1. Uncontended acquire+release throughput`,
@@ -160,25 +310,25 @@ export function renderMarkdown(results: BenchResults): string {
       `Cycles per second (higher is better), median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.`,
       '',
       table(
-        ['concurrency', ...LIBRARY_NAMES, ...PEERS.map((p) => `fenced ÷ ${p}`)],
+        ['concurrency', ...columns, ...others.map((p) => `fenced ÷ ${p}`)],
         Object.entries(r.throughput.byConcurrency).map(([c, cells]) => [
           c,
-          ...LIBRARY_NAMES.map((n) => {
+          ...columns.map((n) => {
             const cell = cells[n];
             if (cell === undefined) return '–';
             return `${num(cell.median)} [${num(cell.min)}–${num(cell.max)}]${cell.errors > 0 ? ` (${cell.errors} errors)` : ''}`;
           }),
-          ...PEERS.map((p) => ratio(cells.fenced?.median, cells[p]?.median)),
+          ...others.map((p) => ratio(cells.fenced?.median, cells[p]?.median)),
         ]),
       ),
       '',
       `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together; and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply).`,
       '',
       table(
-        ['concurrency', ...LIBRARY_NAMES],
+        ['concurrency', ...columns],
         Object.entries(r.throughput.byConcurrency).map(([c, cells]) => [
           c,
-          ...LIBRARY_NAMES.map((n) => {
+          ...columns.map((n) => {
             const cell = cells[n];
             return cell === undefined
               ? '–'
@@ -206,18 +356,20 @@ export function renderMarkdown(results: BenchResults): string {
           'release p99',
           'fenced ÷ library (acquire p50)',
         ],
-        LIBRARY_NAMES.filter((n) => lat[n] !== undefined).map((n) => {
-          const cell = lat[n]!;
-          return [
-            n,
-            num(cell.acquire.p50, 3),
-            num(cell.acquire.p99, 3),
-            `${num(cell.acquire.p999, 3)} [${num(cell.acquirePooled.p999, 3)}]`,
-            num(cell.release.p50, 3),
-            num(cell.release.p99, 3),
-            n === 'fenced' ? '' : ratio(lat.fenced?.acquire.p50, cell.acquire.p50),
-          ];
-        }),
+        columns
+          .filter((n) => lat[n] !== undefined)
+          .map((n) => {
+            const cell = lat[n]!;
+            return [
+              n,
+              num(cell.acquire.p50, 3),
+              num(cell.acquire.p99, 3),
+              `${num(cell.acquire.p999, 3)} [${num(cell.acquirePooled.p999, 3)}]`,
+              num(cell.release.p50, 3),
+              num(cell.release.p99, 3),
+              n === 'fenced' ? '' : ratio(lat.fenced?.acquire.p50, cell.acquire.p50),
+            ];
+          }),
       ),
       '',
     );
@@ -267,23 +419,65 @@ export function renderMarkdown(results: BenchResults): string {
           'bytes/resource idle',
         ],
         Object.entries(r.scale.byLevel).flatMap(([level, cells]) =>
-          LIBRARY_NAMES.filter((n) => cells[n] !== undefined).map((n) => {
-            const c = cells[n]!;
-            return [
-              num(Number(level)),
-              n,
-              `${num(c.reached)}${c.stoppedAtCap ? ' (cap)' : ''}`,
-              num(c.acquirePerSecond),
-              num(c.releasePerSecond),
-              num(c.cyclesPerSecond),
-              num(c.heldBytesPerResource, 1),
-              num(c.idleBytesPerResource, 1),
-            ];
-          }),
+          columns
+            .filter((n) => cells[n] !== undefined)
+            .map((n) => {
+              const c = cells[n]!;
+              return [
+                num(Number(level)),
+                n,
+                `${num(c.reached)}${c.stoppedAtCap ? ' (cap)' : ''}`,
+                num(c.acquirePerSecond),
+                num(c.releasePerSecond),
+                num(c.cyclesPerSecond),
+                num(c.heldBytesPerResource, 1),
+                num(c.idleBytesPerResource, 1),
+              ];
+            }),
         ),
       ),
       '',
     );
+    const retained = Object.entries(r.scale.byLevel).flatMap(([level, cells]) =>
+      Object.entries(cells).flatMap(([name, c]) =>
+        c.afterRetention === undefined ? [] : [{ level, name, c, after: c.afterRetention }],
+      ),
+    );
+    if (retained.length > 0) {
+      const first = retained[0]!.after;
+      out.push(
+        `After the retention: ${retained[0]!.name} runs with \`tokenRetentionMs\` ${num(first.retentionMs / 1_000)} s (a fold pass every ${num(first.foldIntervalMs / 1_000, 1)} s). After ${r.scale.foldWait === 'last-level' ? 'the last level' : 'each level'} the run waits the retention from the library's last pass, then until the nodes' key count stops falling, and reads memory and keys again; deltas from before ${r.scale.foldWait === 'last-level' ? 'the first level' : 'the level'}, per resource the library used in ${r.scale.foldWait === 'last-level' ? 'all levels' : 'it'} (every run), per node. Held and idle are the medians of the passes above.`,
+        '',
+        table(
+          [
+            'resources',
+            'library',
+            'bytes/resource held',
+            'idle',
+            'after the retention',
+            'keys/resource held',
+            'idle',
+            'after the retention',
+            'left per node',
+            'waited',
+          ],
+          retained.map(({ level, name, c, after }) => [
+            after.levels.length > 1 ? after.levels.map((l) => num(l)).join(' + ') : num(Number(level)),
+            name,
+            // Held and idle are per level; after several levels only the after-retention figure covers them all.
+            after.levels.length > 1 ? '–' : num(c.heldBytesPerResource, 1),
+            after.levels.length > 1 ? '–' : num(c.idleBytesPerResource, 1),
+            num(after.bytesPerResource, 1),
+            after.levels.length > 1 ? '–' : num(c.heldKeysPerResource, 2),
+            after.levels.length > 1 ? '–' : num(c.idleKeysPerResource, 2),
+            num(after.keysPerResource, 4),
+            `${num(after.bytesPerNode / 1_024, 1)} KiB, ${num(after.keysPerNode)} keys`,
+            `${num(after.waitedMs / 1_000, 1)} s (${after.endedBy})`,
+          ]),
+        ),
+        '',
+      );
+    }
   }
   if (r.guarded !== undefined) {
     out.push(

@@ -34,11 +34,51 @@ export interface ScaleCell {
   idleBytesPerResource: number;
   reached: number;
   stoppedAtCap: boolean;
+  /** Medians over the passes of the keys per node added per resource while held, and left when idle. */
+  heldKeysPerResource: number;
+  idleKeysPerResource: number;
+  /** For a library that folds idle registers (fenced): what is left once its retention has passed. */
+  afterRetention?: AfterRetention;
+}
+
+/**
+ * What a folding library leaves per resource once its token retention has passed and its fold passes have run:
+ * measured after waiting `retentionMs` (+ 1 s, OBJECT IDLETIME's resolution) from the end of the library's last
+ * pass, then until the key count stopped falling (bounded). Deltas are from before the first of `levels`, over every
+ * resource the library used in those levels (each level, unless the plan waits only after the last one).
+ */
+export interface AfterRetention {
+  levels: number[];
+  resources: number;
+  retentionMs: number;
+  foldIntervalMs: number;
+  /** From the end of the library's last pass until the measurement. */
+  waitedMs: number;
+  /**
+   * Why the wait ended: the nodes were back to the key count before the levels (at most 2 more keys per node: the
+   * floor and the fold lock), the count stopped falling for a fold interval + 2 s, or the wait hit its bound.
+   */
+  endedBy: 'back to the key count before' | 'stopped falling' | 'bound';
+  /** Mean over the nodes of (used_memory − before the levels) / resources, in bytes. */
+  bytesPerResource: number;
+  /** Mean over the nodes of used_memory − before the levels, in bytes. */
+  bytesPerNode: number;
+  /** Mean over the nodes of (keys − before the levels) / resources. */
+  keysPerResource: number;
+  /** Mean over the nodes of keys − before the levels. */
+  keysPerNode: number;
 }
 
 export interface ScaleResult {
   concurrency: number;
   phaseCapMs: number;
+  ttlMs: number;
+  foldWait: BenchPlan['scale']['foldWait'];
+  /**
+   * Per folding library: how long the scenario waited at its start for the registers the earlier scenarios left to
+   * be folded, and how many were left on all nodes together when it went on (0 unless the wait hit its bound).
+   */
+  drainedBefore: { library: string; waitedMs: number; registersLeft: number }[];
   /** level → library → cell */
   byLevel: Record<string, Record<string, ScaleCell>>;
   /** Keys and used_memory per node after the whole scenario (the fenced token registers stay). */
@@ -156,12 +196,38 @@ export async function runScale(
     };
   };
 
+  const folding = libraries.filter((l) => l.folding !== undefined);
+  // Registers the earlier scenarios left would be folded in the middle of this one's measurements (and subtract
+  // from its memory deltas): first wait until they are gone.
+  const drained: ScaleResult['drainedBefore'] = [];
+  if (plan.foldWait !== 'off') {
+    for (const library of folding) drained.push(await drainRegisters(library, admin, state));
+  }
+  /** What the levels since the last fold wait started from, and what the folding libraries used since. */
+  const startSince = async () => {
+    await sleep(plan.settleMs);
+    return {
+      memory: await usedMemory(admin),
+      keys: await keyCounts(admin),
+      levels: [] as number[],
+      resources: new Map<string, number>(folding.map((l) => [l.name, 0])),
+      lastPassEnd: new Map<string, number>(),
+    };
+  };
+  let since = await startSince();
+
   const byLevel: ScaleResult['byLevel'] = {};
-  for (const level of plan.levels) {
+  for (const [levelIndex, level] of plan.levels.entries()) {
     const repetitions = repetitionsFor(plan, level, state.runs);
-    const results = await interleave(libraries, repetitions, (library, run) =>
-      pass(library, level, `${level}:${run}`),
-    );
+    const results = await interleave(libraries, repetitions, async (library, run) => {
+      const measured = await pass(library, level, `${level}:${run}`);
+      if (since.resources.has(library.name)) {
+        since.resources.set(library.name, since.resources.get(library.name)! + measured.reached);
+        since.lastPassEnd.set(library.name, performance.now());
+      }
+      return measured;
+    });
+    since.levels.push(level);
     const cells: Record<string, ScaleCell> = {};
     for (const [name, passes] of results) {
       const pick = (key: keyof ScalePass): number => median(passes.map((p) => Number(p[key])));
@@ -174,7 +240,23 @@ export async function runScale(
         idleBytesPerResource: pick('idleBytesPerResource'),
         reached: Math.min(...passes.map((p) => p.reached)),
         stoppedAtCap: passes.some((p) => p.stoppedAtCap),
+        heldKeysPerResource: median(passes.map((p) => p.heldKeysPerNode / p.reached)),
+        idleKeysPerResource: median(passes.map((p) => p.idleKeysPerNode / p.reached)),
       };
+    }
+    const isLast = levelIndex === plan.levels.length - 1;
+    if (plan.foldWait === 'every-level' || (plan.foldWait === 'last-level' && isLast)) {
+      for (const library of folding) {
+        const cell = cells[library.name];
+        if (cell === undefined) continue;
+        cell.afterRetention = await waitForFolding(library, since, admin, plan, state);
+        state.progress.log(
+          `scale ${level.toLocaleString('en-US')}: ${library.name} after its ${library.folding!.retentionMs / 1_000} s retention ` +
+            `(waited ${(cell.afterRetention.waitedMs / 1_000).toFixed(1)} s, ${cell.afterRetention.endedBy}): ` +
+            `${cell.afterRetention.bytesPerResource.toFixed(1)} B and ${cell.afterRetention.keysPerResource.toFixed(3)} keys per resource`,
+        );
+      }
+      if (!isLast) since = await startSince();
     }
     byLevel[String(level)] = cells;
     state.progress.log(
@@ -189,10 +271,132 @@ export async function runScale(
   return {
     concurrency: plan.concurrency,
     phaseCapMs: plan.phaseCapMs,
+    ttlMs: plan.ttlMs,
+    foldWait: plan.foldWait,
+    drainedBefore: drained,
     byLevel,
     finalKeysPerNode: await keyCounts(admin),
     finalUsedMemoryPerNode: await usedMemory(admin),
   };
+}
+
+/** Most keys per node a fully folded library may add: its floor and its fold lock. */
+const NODE_KEYS_OF_FOLDING = 2;
+/** How often the key count is read while waiting for the fold passes. */
+const FOLD_POLL_MS = 500;
+
+/**
+ * Waits until `library`'s registers of the levels since `since` can have been folded — its retention (+ 1 s,
+ * as fold.lua compares whole seconds of OBJECT IDLETIME, rounded up) after its last pass — then until the nodes
+ * are back to the key count before those levels, or the count has stopped falling for a fold interval + 2 s (a
+ * whole pass found nothing more), bounded by three more fold intervals + 60 s. Then reads what is left.
+ */
+async function waitForFolding(
+  library: LockLibrary,
+  since: {
+    memory: number[];
+    keys: number[];
+    levels: number[];
+    resources: Map<string, number>;
+    lastPassEnd: Map<string, number>;
+  },
+  admin: readonly Redis[],
+  plan: BenchPlan['scale'],
+  state: RunState,
+): Promise<AfterRetention> {
+  const { retentionMs, intervalMs } = library.folding!;
+  const lastPassEnd = since.lastPassEnd.get(library.name) ?? performance.now();
+  const earliest = lastPassEnd + retentionMs + 1_000;
+  const bound = earliest + 3 * intervalMs + 60_000;
+  const label = `scale: waiting for ${library.name}'s fold passes (retention ${retentionMs / 1_000} s, a pass every ${intervalMs / 1_000} s)`;
+  while (performance.now() < earliest) {
+    state.progress.update(
+      `${label}: ${((earliest - performance.now()) / 1_000).toFixed(0)} s to the retention`,
+    );
+    await sleep(Math.min(FOLD_POLL_MS, earliest - performance.now()));
+  }
+  let endedBy: AfterRetention['endedBy'] = 'bound';
+  let lastCount = Number.POSITIVE_INFINITY;
+  let lastFall = performance.now();
+  while (performance.now() < bound) {
+    const added = meanDelta(since.keys, await keyCounts(admin));
+    state.progress.update(
+      `${label}: ${Math.round(added).toLocaleString('en-US')} keys per node above before`,
+    );
+    if (added <= NODE_KEYS_OF_FOLDING) {
+      endedBy = 'back to the key count before';
+      break;
+    }
+    if (added < lastCount) {
+      lastCount = added;
+      lastFall = performance.now();
+    } else if (performance.now() - lastFall >= intervalMs + 2_000) {
+      endedBy = 'stopped falling';
+      break;
+    }
+    await sleep(FOLD_POLL_MS);
+  }
+  await sleep(plan.settleMs);
+  const memory = await usedMemory(admin);
+  const keys = await keyCounts(admin);
+  const resources = since.resources.get(library.name) ?? 0;
+  const keysPerNode = meanDelta(since.keys, keys);
+  return {
+    levels: [...since.levels],
+    resources,
+    retentionMs,
+    foldIntervalMs: intervalMs,
+    waitedMs: performance.now() - lastPassEnd,
+    endedBy,
+    bytesPerResource: resources === 0 ? Number.NaN : meanDelta(since.memory, memory) / resources,
+    bytesPerNode: meanDelta(since.memory, memory),
+    keysPerResource: resources === 0 ? Number.NaN : keysPerNode / resources,
+    keysPerNode,
+  };
+}
+
+/**
+ * Waits until none of `library`'s token registers is left on any node (they are folded once idle for its
+ * retention), bounded by the retention plus two fold intervals plus 30 s.
+ */
+async function drainRegisters(
+  library: LockLibrary,
+  admin: readonly Redis[],
+  state: RunState,
+): Promise<{ library: string; waitedMs: number; registersLeft: number }> {
+  const { retentionMs, intervalMs, registerPattern } = library.folding!;
+  const start = performance.now();
+  const bound = start + retentionMs + 2 * intervalMs + 30_000;
+  let left = await countKeys(admin, registerPattern);
+  while (left > 0 && performance.now() < bound) {
+    state.progress.update(
+      `scale: waiting for the ${left.toLocaleString('en-US')} ${library.name} registers of earlier scenarios to be folded`,
+    );
+    await sleep(1_000);
+    left = await countKeys(admin, registerPattern);
+  }
+  if (performance.now() - start > 1_000) {
+    state.progress.log(
+      `scale: waited ${((performance.now() - start) / 1_000).toFixed(1)} s for ${library.name}'s earlier registers to be folded${left > 0 ? ` (${left} left)` : ''}`,
+    );
+  }
+  return { library: library.name, waitedMs: performance.now() - start, registersLeft: left };
+}
+
+/** Keys matching `pattern` on all nodes together (SCAN, bounded by the key count). */
+async function countKeys(admin: readonly Redis[], pattern: string): Promise<number> {
+  let total = 0;
+  for (const client of admin) {
+    let cursor = '0';
+    const maxCalls = Math.ceil(((await client.dbsize()) + 1) / 10_000) * 4 + 100;
+    for (let call = 0; call < maxCalls; call++) {
+      const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 10_000);
+      total += keys.length;
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  }
+  return total;
 }
 
 function meanDelta(before: readonly number[], after: readonly number[]): number {
