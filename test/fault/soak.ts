@@ -9,6 +9,10 @@
 // Each run's token registers start far above every client's time floor (runRandomSchedule seeds them), so the
 // token checker sees what the quorum registers alone guarantee. Every run is judged by every checker; a failing run prints its seed (to replay it), its violations and its
 // schedule, writes its history to .tmp/fault-histories/, and the soak exits 1.
+//
+// The soak searches for new failures; `npm run mutants` (scripts/mutants.ts) is its companion that proves the
+// known ones stay caught: each protocol bug of the mutation table (test/mutants/) applied in turn, only its
+// killing tests run, killed/survived reported (docs/mutation-testing.md).
 import { parseArgs } from 'node:util';
 import { FaultWorld } from './support/fault-world.js';
 import { describeStep, runRandomSchedule, type RandomRunProgress } from './support/random-schedule.js';
