@@ -5,6 +5,7 @@ import { InvalidRequestError, LockedError, validateResourceName } from '@fenced/
 import { CoordinatorClosedError, TokenExhaustedError, UnsafeNodeError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease.js';
 import { keepLeaseAlive } from './lease-keeper.js';
+import { GrantedMultiLease, validateResourceList, type MultiLease } from './multi-lease.js';
 import { newLeaseId } from './lease-ids.js';
 import { NodeSet, type NodeStatus } from './nodes/node-set.js';
 import {
@@ -18,6 +19,7 @@ import {
 import { attemptAcquire } from './protocol/acquire-attempt.js';
 import { extendOnQuorum } from './protocol/extend.js';
 import { inspectOnQuorum } from './protocol/inspect.js';
+import { acquireAllWithin, type MultiAcquireContext } from './protocol/multi-acquire.js';
 import { Releaser } from './protocol/release.js';
 import { createLeaseSigner, type LeaseSigner } from './signing/lease-signer.js';
 import { resourceKeys, type ResourceKeys } from './redlock/keys.js';
@@ -116,7 +118,20 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    *   refused; when nodes are only slow (timeouts), after retrying within `waitMs`
    * @throws InvalidRequestError for a bad resource name, ttl or wait
    */
-  async acquire(resource: string, options: AcquireOptions): Promise<Lease> {
+  async acquire(resource: string, options: AcquireOptions): Promise<Lease>;
+  /**
+   * Acquires one lease over several resources, all or nothing (protocol/multi-acquire.ts): every resource is
+   * granted, each with its own token, or none is. Resources are taken in sorted order, one attempt each, and
+   * every partial grant is released before waiting, so overlapping requests neither deadlock nor livelock.
+   * @throws LockedError (naming the resource that blocked) when not granted within `waitMs`
+   */
+  async acquire(resources: readonly string[], options: AcquireOptions): Promise<MultiLease>;
+  async acquire(resource: string | readonly string[], options: AcquireOptions): Promise<Lease | MultiLease> {
+    if (Array.isArray(resource)) return this.acquireMany(resource, options, true);
+    return this.acquireOne(resource as string, options);
+  }
+
+  private async acquireOne(resource: string, options: AcquireOptions): Promise<Lease> {
     const { ttlMs, waitMs, signal } = this.validateAcquire(resource, options, true);
     const lease = await this.acquireWithin(resource, ttlMs, waitMs, signal);
     if (lease === null) {
@@ -132,9 +147,16 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    * One attempt, no waiting: the lease, or `null` when another holder has it.
    * @throws QuorumUnavailableError when no majority of nodes could vote
    */
-  async tryAcquire(resource: string, options: TryAcquireOptions): Promise<Lease | null> {
-    const { ttlMs, signal } = this.validateAcquire(resource, options, false);
-    return this.acquireWithin(resource, ttlMs, 0, signal);
+  async tryAcquire(resource: string, options: TryAcquireOptions): Promise<Lease | null>;
+  /** One round over several resources, no waiting: the lease over all of them, or `null` (nothing held). */
+  async tryAcquire(resources: readonly string[], options: TryAcquireOptions): Promise<MultiLease | null>;
+  async tryAcquire(
+    resource: string | readonly string[],
+    options: TryAcquireOptions,
+  ): Promise<Lease | MultiLease | null> {
+    if (Array.isArray(resource)) return this.acquireMany(resource, options, false);
+    const { ttlMs, signal } = this.validateAcquire(resource as string, options, false);
+    return this.acquireWithin(resource as string, ttlMs, 0, signal);
   }
 
   /**
@@ -145,16 +167,34 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     resource: string,
     options: AcquireOptions,
     fn: (lease: Lease, signal: AbortSignal) => Promise<T>,
+  ): Promise<T>;
+  /** As above, under one lease over several resources (all or nothing), extended and released as one. */
+  async using<T>(
+    resources: readonly string[],
+    options: AcquireOptions,
+    fn: (lease: MultiLease, signal: AbortSignal) => Promise<T>,
+  ): Promise<T>;
+  async using<T>(
+    resource: string | readonly string[],
+    options: AcquireOptions,
+    fn:
+      | ((lease: Lease, signal: AbortSignal) => Promise<T>)
+      | ((lease: MultiLease, signal: AbortSignal) => Promise<T>),
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new InvalidRequestError('using needs a function to run under the lease');
-    const lease = await this.acquire(resource, options);
-    const keeper = keepLeaseAlive(lease, {
+    const lease: Lease | MultiLease = Array.isArray(resource)
+      ? await this.acquireMany(resource, options, true)
+      : await this.acquireOne(resource as string, options);
+    const keeper = keepLeaseAlive(keptView(lease), {
       retryDelayMs: this.settings.retryDelayMs,
       signal: options.signal,
     });
     try {
-      return await fn(lease, keeper.signal);
+      return await (fn as (lease: Lease | MultiLease, signal: AbortSignal) => Promise<T>)(
+        lease,
+        keeper.signal,
+      );
     } finally {
       keeper.stop();
       // A failed release only delays the next holder by the remaining ttl; it must not mask fn's outcome.
@@ -316,6 +356,66 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     }
   }
 
+  /** Validates, then runs the multi-resource rounds (protocol/multi-acquire.ts); `null` when not granted. */
+  private async acquireMany(
+    resources: readonly string[],
+    options: AcquireOptions | TryAcquireOptions,
+    allowWait: true,
+  ): Promise<MultiLease>;
+  private async acquireMany(
+    resources: readonly string[],
+    options: AcquireOptions | TryAcquireOptions,
+    allowWait: false,
+  ): Promise<MultiLease | null>;
+  private async acquireMany(
+    resources: readonly string[],
+    options: AcquireOptions | TryAcquireOptions,
+    allowWait: boolean,
+  ): Promise<MultiLease | null> {
+    const names = validateResourceList(resources, validateResourceName);
+    const { ttlMs, waitMs, signal } = this.validateAcquire(names[0]!, options, allowWait);
+    await this.nodes.started();
+    signal?.throwIfAborted();
+    this.throwIfClosed();
+    const leaseId = newLeaseId();
+    const outcome = await acquireAllWithin(this.multiAcquireContext(), {
+      resources: names,
+      leaseId,
+      ttlMs,
+      waitMs,
+      signal,
+    });
+    if (outcome.kind === 'granted') {
+      const signer = this.signer;
+      const proofs =
+        signer === undefined
+          ? undefined
+          : new Map([...outcome.grants].map(([r, grant]) => [r, signer.sign(r, grant.token, leaseId)]));
+      return new GrantedMultiLease(this, leaseId, outcome.grants, proofs);
+    }
+    if (!allowWait) return null;
+    throw new LockedError(
+      outcome.resource,
+      `resource is locked by another holder (not granted within ${waitMs} ms; ${names.length} resources requested)`,
+    );
+  }
+
+  private multiAcquireContext(): MultiAcquireContext {
+    return {
+      minValidityMs: this.settings.minValidityMs,
+      retryDelayMs: this.settings.retryDelayMs,
+      closing: this.closing.signal,
+      now: monotonicNow,
+      keysOf: (resource) => this.keysOf(resource),
+      attempt: (resource, keys, leaseId, ttlMs) => this.attempt(resource, keys, leaseId, ttlMs),
+      undo: (keys, leaseId) => this.releaser.undoAttempt(keys, leaseId),
+      subscribe: (channel, maxWaitMs) => this.notifier.subscribe(channel, maxWaitMs),
+      jitter: () => this.jitter(),
+      sleep: (ms) => sleep(ms),
+      throwIfClosed: () => this.throwIfClosed(),
+    };
+  }
+
   private attempt(resource: string, keys: ResourceKeys, leaseId: string, ttlMs: number) {
     return attemptAcquire(
       this.nodes,
@@ -385,4 +485,14 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       throw new InvalidRequestError('leaseId must be 16 to 128 characters of base64url (A-Z a-z 0-9 _ -)');
     }
   }
+}
+
+/** What the lease keeper needs of a one- or multi-resource lease (errors name the first resource of a set). */
+function keptView(lease: Lease | MultiLease): Pick<Lease, 'resource' | 'remainingMs' | 'extend'> {
+  if ('resource' in lease) return lease;
+  return {
+    resource: lease.resources[0]!,
+    remainingMs: () => lease.remainingMs(),
+    extend: (ttlMs?: number) => lease.extend(ttlMs),
+  };
 }

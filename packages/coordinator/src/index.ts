@@ -7,6 +7,8 @@ export type {
   CoordinatorEvents,
 } from './coordinator.js';
 export type { Lease } from './lease.js';
+export type { MultiLease } from './multi-lease.js';
+export { MAX_LEASE_RESOURCES } from './multi-lease.js';
 export type { SigningKey } from './signing/lease-signer.js';
 export { coordinatorDefaults } from './options.js';
 export type { CoordinatorOptions } from './options.js';

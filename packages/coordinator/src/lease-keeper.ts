@@ -13,7 +13,7 @@ export interface LeaseKeeper {
  * lease is lost or runs out. Aborts too when the caller's own signal aborts.
  */
 export function keepLeaseAlive(
-  lease: Lease,
+  lease: Pick<Lease, 'resource' | 'remainingMs' | 'extend'>,
   options: { retryDelayMs: number; signal?: AbortSignal | undefined },
 ): LeaseKeeper {
   const controller = new AbortController();

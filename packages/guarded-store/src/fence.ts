@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { InvalidRequestError, assertToken, validateResourceName, type FencedLease } from '@fenced/shared';
+import {
+  InvalidRequestError,
+  assertToken,
+  validateResourceName,
+  type FencedLease,
+  type FencedMultiLease,
+} from '@fenced/shared';
 
 /**
  * What a guarded transaction presents for one resource: the token of the lease it acts under and, optionally,
@@ -24,6 +30,12 @@ export interface Fence {
 /** A {@link Fence}, or a lease from the coordinator (anything with `resource`, `id` and `token`). */
 export type FenceLike = Fence | FencedLease;
 
+/**
+ * What a guarded transaction accepts: a {@link FenceLike}, or a lease over several resources (`resources`, `id`,
+ * `tokens`, optional `proofs`: a coordinator `MultiLease`), which fences every one of its resources.
+ */
+export type FenceTarget = FenceLike | FencedMultiLease;
+
 /** A validated fence, ready for the fence statement. */
 export interface NormalizedFence {
   readonly resource: string;
@@ -42,10 +54,10 @@ const MAX_LEASE_ID_BYTES = 1024;
  * resources then always lock in the same order and cannot deadlock on the fences.
  * @throws InvalidRequestError for a bad resource, token or lease id, an empty list or a repeated resource.
  */
-export function normalizeFences(target: FenceLike | readonly FenceLike[]): NormalizedFence[] {
-  const list: readonly FenceLike[] = isFenceList(target) ? target : [target];
+export function normalizeFences(target: FenceTarget | readonly FenceTarget[]): NormalizedFence[] {
+  const list: readonly FenceTarget[] = isFenceList(target) ? target : [target];
   if (list.length === 0) throw new InvalidRequestError('a guarded transaction needs at least one fence');
-  const fences = list.map(normalizeFence);
+  const fences = list.flatMap(expandMultiLease).map(normalizeFence);
   fences.sort((a, b) => Buffer.compare(Buffer.from(a.resource, 'utf8'), Buffer.from(b.resource, 'utf8')));
   for (let i = 1; i < fences.length; i++) {
     if (fences[i]!.resource === fences[i - 1]!.resource) {
@@ -55,8 +67,38 @@ export function normalizeFences(target: FenceLike | readonly FenceLike[]): Norma
   return fences;
 }
 
-function isFenceList(target: FenceLike | readonly FenceLike[]): target is readonly FenceLike[] {
+function isFenceList(target: FenceTarget | readonly FenceTarget[]): target is readonly FenceTarget[] {
   return Array.isArray(target);
+}
+
+/**
+ * A multi-resource lease becomes one fence per resource (same lease id, each resource's own token and proof);
+ * anything else is passed through. Its resources are then sorted with every other fence's.
+ */
+function expandMultiLease(fence: FenceTarget): FenceLike[] {
+  if (typeof fence !== 'object' || fence === null || !('tokens' in fence)) return [fence];
+  const { resources, id, tokens, proofs } = fence;
+  if (!Array.isArray(resources) || resources.length === 0 || !(tokens instanceof Map)) {
+    throw new InvalidRequestError(
+      'a multi-resource lease needs resources (a non-empty array) and tokens (a Map)',
+    );
+  }
+  if (proofs !== undefined && !(proofs instanceof Map)) {
+    throw new InvalidRequestError(
+      'the proofs of a multi-resource lease must be a Map from resource to proof',
+    );
+  }
+  const list: readonly unknown[] = resources;
+  const tokenOf: ReadonlyMap<unknown, unknown> = tokens;
+  const proofOf: ReadonlyMap<unknown, unknown> | undefined = proofs;
+  return list.map((resource) => {
+    const token = tokenOf.get(resource);
+    if (token === undefined) {
+      throw new InvalidRequestError('a multi-resource lease has no token for one of its resources');
+    }
+    // Resource, token and lease id are validated by normalizeFence like any other fence's.
+    return { resource, leaseId: id, token, proof: proofOf?.get(resource) } as Fence;
+  });
 }
 
 function normalizeFence(fence: FenceLike): NormalizedFence {

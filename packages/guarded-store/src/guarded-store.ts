@@ -8,7 +8,7 @@ import {
 import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
 import { guardTransactionDatabase, storeStatement } from './db/guard-driver.js';
 import { classifyPostgresError } from './db/postgres-errors.js';
-import { normalizeFences, validateOpId, type FenceLike, type NormalizedFence } from './fence.js';
+import { normalizeFences, validateOpId, type FenceTarget, type NormalizedFence } from './fence.js';
 import { LiteralFenceStatements, parameterizedFenceStatement } from './fence-statement.js';
 import type { JsonCompatible, JsonValue } from './json.js';
 import { migrate, type MigrationReport } from './migrate.js';
@@ -116,7 +116,7 @@ export class GuardedStore<DB> {
    * @throws InvalidProofError when a proof is missing or not valid for exactly its resource, token and lease.
    * @throws InvalidRequestError for a bad resource, token or lease id.
    */
-  checkProofs(fence: FenceLike | readonly FenceLike[]): void {
+  checkProofs(fence: FenceTarget | readonly FenceTarget[]): void {
     const verifier = this.#verifier;
     if (verifier === undefined) return;
     for (const f of normalizeFences(fence)) verifier.verify(f);
@@ -157,14 +157,14 @@ export class GuardedStore<DB> {
    * @throws TransactionAbortedError a statement failed inside `fn` and `fn` caught the error and returned:
    *   Postgres rolled the transaction back (over a Kysely the store did not create, only detected with `opId`).
    */
-  run<T>(fence: FenceLike | readonly FenceLike[], fn: GuardedCallback<DB, T>): Promise<T>;
+  run<T>(fence: FenceTarget | readonly FenceTarget[], fn: GuardedCallback<DB, T>): Promise<T>;
   run<T>(
-    fence: FenceLike | readonly FenceLike[],
+    fence: FenceTarget | readonly FenceTarget[],
     fn: GuardedCallback<DB, T & JsonCompatible<T>>,
     options: RunOptions,
   ): Promise<T>;
   async run<T>(
-    fence: FenceLike | readonly FenceLike[],
+    fence: FenceTarget | readonly FenceTarget[],
     fn: GuardedCallback<DB, T>,
     options?: RunOptions,
   ): Promise<T> {
@@ -197,7 +197,7 @@ export class GuardedStore<DB> {
    * returns, no guarded transaction of an earlier grant on the resource can commit.
    * @throws StaleTokenError when a later grant already fenced in.
    */
-  async fenceIn(lease: FenceLike): Promise<void> {
+  async fenceIn(lease: FenceTarget): Promise<void> {
     await this.run(lease, () => Promise.resolve(undefined));
   }
 

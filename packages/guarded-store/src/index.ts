@@ -6,7 +6,7 @@ export type {
   ResetFenceOptions,
   FenceReset,
 } from './guarded-store.js';
-export type { Fence, FenceLike } from './fence.js';
+export type { Fence, FenceLike, FenceTarget } from './fence.js';
 export type { JsonValue, JsonCompatible } from './json.js';
 export { GUARDED_STORE_DEFAULTS, resolveGuardedStoreOptions } from './options.js';
 export type { GuardedStoreOptions, GuardIsolationLevel, ResolvedGuardedStoreOptions } from './options.js';

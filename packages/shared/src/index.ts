@@ -42,6 +42,9 @@ export {
 export type { ProofClaims, DecodedProof } from './proof.js';
 export type {
   FencedLease,
+  FencedMultiLease,
+  MultiAcquireRequestBody,
+  MultiLeaseResponseBody,
   AcquireRequestBody,
   ExtendRequestBody,
   LeaseResponseBody,

@@ -15,6 +15,40 @@ export interface FencedLease {
   readonly proof?: string | undefined;
 }
 
+/**
+ * What the guard needs to know about a lease over several resources (one grant per resource, all under one lease
+ * id): a coordinator `MultiLease`, an HTTP client multi lease, or a plain object. A guarded transaction fences
+ * every resource of it, in the guard's lock order.
+ */
+export interface FencedMultiLease {
+  /** Every resource of the lease, sorted and without repeats. */
+  readonly resources: readonly string[];
+  /** The lease id shared by every resource's grant. Never log it. */
+  readonly id: string;
+  /** The fencing token of each resource's grant. */
+  readonly tokens: ReadonlyMap<string, bigint>;
+  /** The fencing proof of each resource's grant, when the coordinator signs (DESIGN §4b). */
+  readonly proofs?: ReadonlyMap<string, string> | undefined;
+}
+
+/** Body of `POST /v1/leases`: one lease over every resource, granted all or nothing. */
+export interface MultiAcquireRequestBody {
+  resources: string[];
+  ttlMs: number;
+  waitMs?: number;
+}
+
+/** 201 from `POST /v1/leases` and 200 from its extend: tokens (decimal strings) and proofs keyed by resource. */
+export interface MultiLeaseResponseBody {
+  resources: string[];
+  leaseId: string;
+  tokens: Record<string, string>;
+  proofs?: Record<string, string>;
+  ttlMs: number;
+  validityMs: number;
+  expiresAt: string;
+}
+
 /** Body of `POST /v1/locks/{resource}/leases` and of the extend call. */
 export interface AcquireRequestBody {
   ttlMs: number;

@@ -1,0 +1,198 @@
+import { InvalidRequestError, LeaseLostError, type FencedLease } from '@fenced/shared';
+import type { LeaseGrant, LeaseOperations } from './lease.js';
+import { monotonicNow } from './redlock/validity.js';
+
+/** Most resources one multi-resource lease may cover. */
+export const MAX_LEASE_RESOURCES = 64;
+
+/**
+ * A lease over several resources, granted all or nothing (`coordinator.acquire([...])`). Each resource has its
+ * own grant and fencing token, all under one lease id; the set is extended and released as one.
+ *
+ * There is deliberately no `token` or `resource`: a single token cannot fence several resources (tokens are per
+ * resource), so code written for one-resource leases fails to compile instead of fencing the wrong thing. Pass
+ * the lease itself to `store.run(lease, …)`: it fences every resource, in the guard's lock order.
+ */
+export interface MultiLease extends AsyncDisposable {
+  /** Every resource, sorted (UTF-8 byte order) and without repeats: the order they were acquired in. */
+  readonly resources: readonly string[];
+  /** At least 128 random bits, base64url, shared by every resource's grant. Never log it. */
+  readonly id: string;
+  /** The fencing token of each resource; extending keeps them. */
+  readonly tokens: ReadonlyMap<string, bigint>;
+  /** The fencing proof of each resource when the coordinator signs (DESIGN §4b), else `undefined`. */
+  readonly proofs: ReadonlyMap<string, string> | undefined;
+  /** The ttl asked for at grant time or at the last extension. */
+  readonly ttlMs: number;
+  /** Validity of the whole set at grant or extension time: the smallest validity of its resources. */
+  readonly validityMs: number;
+  /** Wall-clock estimate of the end of validity, for people; code should use `remainingMs()`. */
+  readonly expiresAt: Date;
+  /** Remaining validity of the whole set on the monotonic clock; `<= 0` once expired, released or lost. */
+  remainingMs(): number;
+  /** One lease per resource (same id), e.g. for APIs that take a single-resource fence. */
+  fences(): FencedLease[];
+  /**
+   * Compare-and-extend every resource on a majority within the remaining validity; same tokens.
+   * @throws LeaseLostError (naming the resource) when any resource was lost: the whole set is then released
+   */
+  extend(ttlMs?: number): Promise<void>;
+  /** Compare-and-delete every resource on every node. Idempotent; an expired lease is released without error. */
+  release(): Promise<void>;
+}
+
+/**
+ * Sorts and deduplicates resource names in UTF-8 byte order: the acquire order of a multi-resource lease, and the
+ * order in which the guarded store locks fence rows, the same in every process.
+ */
+export function lockOrder(resources: readonly string[]): string[] {
+  const unique = [...new Set(resources)];
+  return unique.sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
+}
+
+/** Validates a list of resources for a multi-resource lease and returns it in lock order. */
+export function validateResourceList(
+  resources: unknown,
+  validateName: (resource: unknown) => string,
+): string[] {
+  if (!Array.isArray(resources) || resources.length === 0) {
+    throw new InvalidRequestError('resources must be a non-empty array of resource names');
+  }
+  const names = lockOrder(resources.map((r) => validateName(r)));
+  if (names.length > MAX_LEASE_RESOURCES) {
+    throw new InvalidRequestError(
+      `a lease covers at most ${MAX_LEASE_RESOURCES} resources, got ${names.length}`,
+    );
+  }
+  return names;
+}
+
+export class GrantedMultiLease implements MultiLease {
+  readonly resources: readonly string[];
+  readonly tokens: ReadonlyMap<string, bigint>;
+  private grants: Map<string, LeaseGrant>;
+  private validity: number;
+  private state: 'held' | 'released' | 'lost' = 'held';
+  private releasing: Promise<void> | undefined;
+
+  constructor(
+    private readonly operations: LeaseOperations,
+    readonly id: string,
+    grants: ReadonlyMap<string, LeaseGrant>,
+    /** Signed once per resource at grant time; nothing they sign changes on extension. */
+    readonly proofs: ReadonlyMap<string, string> | undefined = undefined,
+  ) {
+    this.resources = [...grants.keys()];
+    this.grants = new Map(grants);
+    this.tokens = new Map([...grants].map(([resource, grant]) => [resource, grant.token]));
+    this.validity = Math.floor(this.validUntil() - monotonicNow());
+  }
+
+  get ttlMs(): number {
+    return this.firstGrant().ttlMs;
+  }
+
+  get validityMs(): number {
+    return this.validity;
+  }
+
+  get expiresAt(): Date {
+    return new Date(Date.now() + (this.validUntil() - monotonicNow()));
+  }
+
+  remainingMs(): number {
+    if (this.state !== 'held') return 0;
+    return this.validUntil() - monotonicNow();
+  }
+
+  fences(): FencedLease[] {
+    return this.resources.map((resource) => ({
+      resource,
+      id: this.id,
+      token: this.tokens.get(resource)!,
+      proof: this.proofs?.get(resource),
+    }));
+  }
+
+  async extend(ttlMs: number = this.ttlMs): Promise<void> {
+    if (this.state === 'released') {
+      throw new LeaseLostError(this.resources[0]!, 'the lease was released; acquire a new one');
+    }
+    if (this.remainingMs() <= 0) {
+      this.state = 'lost';
+      throw new LeaseLostError(this.resources[0]!, 'the lease expired before it was extended');
+    }
+    // Every resource against the same deadline: the set is valid only while all of them are.
+    const validUntil = this.validUntil();
+    const results = await Promise.allSettled(
+      this.resources.map((resource) => this.operations.extendLease(resource, this.id, ttlMs, validUntil)),
+    );
+    results.forEach((result, i) => {
+      const resource = this.resources[i]!;
+      // A resource that extended keeps its token (DESIGN §3); one that did not keeps its old, earlier deadline,
+      // so the set's validity stays the smallest of its members.
+      if (result.status === 'fulfilled') {
+        this.grants.set(resource, { ...result.value, token: this.grants.get(resource)!.token });
+      }
+    });
+    const lost = results.find(
+      (r): r is PromiseRejectedResult => r.status === 'rejected' && r.reason instanceof LeaseLostError,
+    );
+    if (lost !== undefined) {
+      // One resource gone means the set is gone: let the others go too rather than block them until their ttl.
+      this.state = 'lost';
+      this.releaseAll().catch(() => undefined);
+      throw lost.reason;
+    }
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    this.validity = Math.floor(this.validUntil() - monotonicNow());
+  }
+
+  release(): Promise<void> {
+    if (this.state === 'released') return Promise.resolve();
+    this.releasing ??= this.releaseAll().then(
+      () => {
+        this.state = 'released';
+      },
+      (error: unknown) => {
+        this.releasing = undefined;
+        throw error;
+      },
+    );
+    return this.releasing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
+  /** Never prints the lease id. */
+  toJSON(): { resources: string[]; tokens: Record<string, string>; validityMs: number; expiresAt: string } {
+    return {
+      resources: [...this.resources],
+      tokens: Object.fromEntries([...this.tokens].map(([r, t]) => [r, t.toString()])),
+      validityMs: this.validityMs,
+      expiresAt: this.expiresAt.toISOString(),
+    };
+  }
+
+  /** Releases every resource (in parallel: nothing is waited for while holding); the first failure is thrown. */
+  private async releaseAll(): Promise<void> {
+    const results = await Promise.allSettled(
+      this.resources.map((resource) => this.operations.releaseLease(resource, this.id)),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+
+  private validUntil(): number {
+    let earliest = Infinity;
+    for (const grant of this.grants.values()) earliest = Math.min(earliest, grant.validUntil);
+    return earliest;
+  }
+
+  private firstGrant(): LeaseGrant {
+    return this.grants.get(this.resources[0]!)!;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * Multi-resource acquire: one lease over several resources, all or nothing (issue 13).
+ *
+ * A round acquires the resources one after another in one fixed order — sorted by UTF-8 bytes, without repeats
+ * (`lockOrder`), the same in every process — each with a single attempt of the one-resource protocol
+ * (protocol/acquire-attempt.ts, unchanged: its lease vote, token promise and validity arguments hold per resource).
+ * The first resource that is not granted ends the round: every grant the round made is released at once, and
+ * only then does the caller wait (woken by the release of the resource that blocked it, with a timed fallback,
+ * bounded by `waitMs`) and start a new round from the first resource.
+ *
+ * Safety:
+ * 1. All or nothing: a round returns a lease only when every resource was granted; on any other outcome — a
+ *    resource held, too few nodes, token exhaustion, an exception — it awaits the release of every grant it made
+ *    before returning or throwing, so no partial grant outlives the round on a reachable node (an unreachable one
+ *    keeps the key for at most the ttl, as in the one-resource protocol).
+ * 2. Validity of the set is the smallest validity of its grants: the first resource's attempt started earliest,
+ *    so it usually expires first. A set whose smallest validity is at or below `minValidityMs` is released and the
+ *    round counts as failed, exactly like a one-resource lease: nobody gets a set that has already expired.
+ * 3. Tokens are per resource, each from that resource's own quorum max-register, so G2 holds per resource.
+ *
+ * Liveness:
+ * 4. No deadlock: a process never waits while it holds anything — waiting happens only after the round's grants
+ *    were released — so no cycle of "holds X, waits for Y" can form (the hold-and-wait condition never holds).
+ * 5. No livelock between overlapping sets: all rounds take resources in the same order, so a process can hold a
+ *    resource only if it won every smaller resource of its set in the same round. Two requests for {A, B} and
+ *    {B, A} both start with A; the one that loses A holds nothing and never touches B, so the winner of A cannot
+ *    be refused B by it. In general, among contenders for overlapping sets, the holder of the smallest contended
+ *    resource cannot be blocked by any of them on a larger one it needs unless that one also won all of its
+ *    smaller resources; the chain of blockers is ordered by resource and ends. Retries of the losers are spread
+ *    by jitter, and the one-resource protocol's own split votes are handled there.
+ *
+ * Tests that fail when this breaks: test/integration/coordinator/multi-lease.test.ts (overlapping sets are
+ * exclusive; A,B vs B,A all finish within their waits; no partial grant is left after a failure or a timeout).
+ */
+import { QuorumUnavailableError } from '@fenced/shared';
+import { TokenExhaustedError } from '../errors.js';
+import type { LeaseGrant } from '../lease.js';
+import type { ResourceKeys } from '../redlock/keys.js';
+import type { ReleaseSubscription } from '../waiters.js';
+import type { AttemptResult } from './acquire-attempt.js';
+
+/** What a multi-resource acquire needs from the coordinator, and nothing more. */
+export interface MultiAcquireContext {
+  readonly minValidityMs: number;
+  readonly retryDelayMs: number;
+  readonly closing: AbortSignal;
+  /** Monotonic clock. */
+  now(): number;
+  keysOf(resource: string): ResourceKeys;
+  /** One attempt of the one-resource protocol. */
+  attempt(resource: string, keys: ResourceKeys, leaseId: string, ttlMs: number): Promise<AttemptResult>;
+  /** Compare-and-delete of this lease id on every node, waiting for each reply (bounded by the node timeout). */
+  undo(keys: ResourceKeys, leaseId: string): Promise<void>;
+  subscribe(channel: string, maxWaitMs: number): Promise<ReleaseSubscription>;
+  jitter(): number;
+  sleep(ms: number): Promise<void>;
+  throwIfClosed(): void;
+}
+
+export interface MultiAcquireRequest {
+  /** In lock order (see `lockOrder`). */
+  readonly resources: readonly string[];
+  readonly leaseId: string;
+  readonly ttlMs: number;
+  readonly waitMs: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+export type MultiAcquireOutcome =
+  | { readonly kind: 'granted'; readonly grants: ReadonlyMap<string, LeaseGrant> }
+  /** Not granted within the wait; `resource` is the one that blocked the last round. */
+  | { readonly kind: 'locked'; readonly resource: string };
+
+type RoundResult =
+  | { readonly kind: 'granted'; readonly grants: ReadonlyMap<string, LeaseGrant> }
+  | {
+      readonly kind: 'blocked';
+      readonly resource: string;
+      readonly result: Exclude<AttemptResult, { kind: 'granted' }>;
+    };
+
+/**
+ * Rounds until every resource is granted, the wait runs out, or the nodes are unavailable.
+ * @throws QuorumUnavailableError, TokenExhaustedError, the signal's reason, CoordinatorClosedError
+ */
+export async function acquireAllWithin(
+  context: MultiAcquireContext,
+  request: MultiAcquireRequest,
+): Promise<MultiAcquireOutcome> {
+  const { signal } = request;
+  const deadline = context.now() + request.waitMs;
+  const subscriptions = new Map<string, ReleaseSubscription>();
+  let granted = false;
+  try {
+    for (;;) {
+      const round = await attemptRound(context, request);
+      if (round.kind === 'granted') {
+        granted = true;
+        return round;
+      }
+      let result = round.result;
+      let unavailable: QuorumUnavailableError | undefined;
+      if (result.kind === 'unavailable') {
+        if (result.retryable !== true) throw result.error;
+        unavailable = result.error;
+        result = { kind: 'failed', retryAfterMs: undefined, contended: false };
+      } else if (result.kind === 'exhausted') {
+        throw new TokenExhaustedError(round.resource);
+      }
+      signal?.throwIfAborted();
+      context.throwIfClosed();
+      const remaining = deadline - context.now();
+      if (remaining <= 0) {
+        if (unavailable !== undefined) throw unavailable;
+        return { kind: 'locked', resource: round.resource };
+      }
+      const keys = context.keysOf(round.resource);
+      let subscription = subscriptions.get(round.resource);
+      if (subscription === undefined) {
+        subscription = await context.subscribe(keys.channel, remaining);
+        subscriptions.set(round.resource, subscription);
+        // A release between the failed round and the subscription sent no message we heard: try again at once.
+        continue;
+      }
+      const fallback = result.retryAfterMs ?? context.retryDelayMs + context.jitter();
+      const woken = await subscription.wait(Math.min(fallback, remaining), signal, context.closing);
+      signal?.throwIfAborted();
+      context.throwIfClosed();
+      if (woken && result.contended) {
+        await context.sleep(Math.min(context.jitter(), Math.max(0, deadline - context.now())));
+      }
+    }
+  } finally {
+    for (const subscription of subscriptions.values()) subscription.close(granted);
+  }
+}
+
+/** One round: a single attempt per resource in lock order; every grant released when any resource fails. */
+async function attemptRound(
+  context: MultiAcquireContext,
+  request: MultiAcquireRequest,
+): Promise<RoundResult> {
+  const { resources, leaseId, ttlMs } = request;
+  const grants = new Map<string, LeaseGrant>();
+  let done = false;
+  try {
+    for (const resource of resources) {
+      const result = await context.attempt(resource, context.keysOf(resource), leaseId, ttlMs);
+      if (result.kind !== 'granted') return { kind: 'blocked', resource, result };
+      grants.set(resource, result.grant);
+    }
+    let validUntil = Infinity;
+    for (const grant of grants.values()) validUntil = Math.min(validUntil, grant.validUntil);
+    const validity = Math.floor(validUntil - context.now());
+    if (validity <= context.minValidityMs) {
+      return {
+        kind: 'blocked',
+        resource: resources[0]!,
+        result: {
+          kind: 'unavailable',
+          retryable: true,
+          error: new QuorumUnavailableError(
+            `quorum unavailable: acquiring ${resources.length} resources one after another took too long for a ` +
+              `${ttlMs} ms ttl (validity left ${validity} ms); retry, or use a longer ttl`,
+          ),
+        },
+      };
+    }
+    done = true;
+    return { kind: 'granted', grants };
+  } finally {
+    // All or nothing: any way out of the round but a full grant releases what the round holds, and waits for it
+    // (each node's reply bounded by the node timeout) before anyone waits or retries.
+    if (!done && grants.size > 0) {
+      await Promise.all([...grants.keys()].map((r) => context.undo(context.keysOf(r), leaseId)));
+    }
+  }
+}

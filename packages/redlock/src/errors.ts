@@ -1,0 +1,38 @@
+import type { Redis } from 'ioredis';
+
+/** The per-attempt report of redlock v5. fenced reports one summary per operation (see `ExecutionError`). */
+export interface ExecutionStats {
+  readonly membershipSize: number;
+  readonly quorumSize: number;
+  readonly votesFor: Set<Redis>;
+  readonly votesAgainst: Map<Redis, Error>;
+}
+
+export interface ExecutionResult {
+  attempts: ReadonlyArray<Promise<ExecutionStats>>;
+}
+
+/** A node refused its vote because another lock holds the resource (redlock v5's class, same name). */
+export class ResourceLockedError extends Error {
+  override readonly name: string = 'ResourceLockedError';
+  constructor(override readonly message: string) {
+    super(message);
+  }
+}
+
+/**
+ * An operation failed: not granted within the retry window, no quorum, or a lost lock. As in redlock v5,
+ * `attempts` holds per-attempt statistics; fenced decides attempts inside the coordinator, so it holds one
+ * summary entry (empty for an extension of an already-expired lock, as in redlock). The fenced error that ended
+ * the operation (`LockedError`, `QuorumUnavailableError`, `LeaseLostError`) is the `cause`.
+ */
+export class ExecutionError extends Error {
+  override readonly name: string = 'ExecutionError';
+  constructor(
+    override readonly message: string,
+    readonly attempts: ReadonlyArray<Promise<ExecutionStats>>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

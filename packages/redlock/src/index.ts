@@ -1,0 +1,5 @@
+export { Redlock, Redlock as default, DEFAULT_REDLOCK_SETTINGS, waitMsOf } from './redlock.js';
+export type { Settings, FencedSettings, RedlockAbortSignal } from './redlock.js';
+export { Lock } from './lock.js';
+export { ExecutionError, ResourceLockedError } from './errors.js';
+export type { ExecutionStats, ExecutionResult } from './errors.js';
