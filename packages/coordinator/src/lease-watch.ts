@@ -120,7 +120,7 @@ export class LeaseWatch {
     this.lost(
       new LeaseLostError(
         this.lease.resource,
-        'the coordinator was closed: the lease is no longer extended and runs out at its ttl',
+        'closed while keeping the lease: it is no longer extended and runs out at its ttl',
         { cause },
       ),
     );

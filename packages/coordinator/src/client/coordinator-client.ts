@@ -1,6 +1,7 @@
 import {
   ErrorCode,
   InternalError,
+  InvalidRequestError,
   LeaseLostError,
   PROOF_PATTERN,
   QuorumUnavailableError,
@@ -10,6 +11,7 @@ import {
   type LeaseResponseBody,
   type LockStatusBody,
 } from '@fenced/shared';
+import { closeAllWatches, type LeaseWatch } from '../lease-watch.js';
 import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
 import { errorFromResponse } from './response-errors.js';
 
@@ -59,9 +61,20 @@ export interface AcquireOptions {
   waitMs?: number;
   /** Aborting it cancels the wait; the server releases a lease granted after the cancellation. */
   signal?: AbortSignal;
+  /**
+   * Keep the lease extended in the background until it is released (when half of the remaining validity is
+   * left; transient failures retried while validity remains). `lease.signal` aborts with a LeaseLostError when
+   * an extension fails for good or the validity runs out first. Stops on release, `await using` disposal,
+   * loss, and `client.close()`.
+   * @defaultValue false
+   */
+  autoExtend?: boolean;
+  /** Called once, with the LeaseLostError that aborts `lease.signal`, when the lease is lost (never on release). */
+  onLost?: (error: LeaseLostError) => void;
 }
 
-export interface UsingOptions extends AcquireOptions {
+/** `using` keeps the lease itself: no `autoExtend` or `onLost` (the signal handed to `fn` reports the loss). */
+export interface UsingOptions extends Omit<AcquireOptions, 'autoExtend' | 'onLost'> {
   /**
    * Extend when this fraction of the validity is left. Smaller leaves fewer extensions but less room for a
    * slow or retried extend before the lease runs out.
@@ -88,6 +101,8 @@ export class CoordinatorClient {
   readonly #fetch: typeof fetch;
   readonly #settings: typeof DEFAULT_CLIENT_OPTIONS;
   readonly #calls: LeaseCalls;
+  /** Watches of this client's leases that hold a timer: `close()` stops them. */
+  readonly #watches = new Set<LeaseWatch>();
 
   constructor(options: CoordinatorClientOptions) {
     const base = new URL(options.baseUrl);
@@ -132,7 +147,10 @@ export class CoordinatorClient {
     });
     // Validity is counted from the grant. Without a wait the grant came after the request was sent; after a
     // wait it came shortly before the reply, and counting from the send would throw the wait away.
-    return new ClientLease(this.#calls, toGrant(body, waitMs === 0 ? sentAt : receivedAt, status));
+    return new ClientLease(this.#calls, toGrant(body, waitMs === 0 ? sentAt : receivedAt, status), {
+      context: { retryDelayMs: this.#settings.retryBaseDelayMs, live: this.#watches },
+      options: { autoExtend: options.autoExtend === true, ...watchCallback(options.onLost) },
+    });
   }
 
   /** One attempt without waiting: `null` when somebody else holds the resource. */
@@ -156,6 +174,15 @@ export class CoordinatorClient {
   /** Releases a lease; an expired one is released already, and that is a success. */
   async release(lease: ClientLease): Promise<void> {
     await lease.release();
+  }
+
+  /**
+   * Stops extending the leases this client keeps (`autoExtend`) or watches: their signals abort with a
+   * LeaseLostError and `onLost` runs. The leases are not released; they run out at their ttl. The client
+   * itself holds nothing else and stays usable.
+   */
+  close(): void {
+    closeAllWatches(this.#watches, new Error('the coordinator client was closed'));
   }
 
   /** Whether the resource is held, and by which token. */
@@ -189,7 +216,7 @@ export class CoordinatorClient {
     options: UsingOptions,
     fn: (lease: ClientLease, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
-    const lease = await this.acquire(resource, options);
+    const lease = await this.acquire(resource, { ...options, autoExtend: false });
     const lost = new AbortController();
     const signal = options.signal ? AbortSignal.any([lost.signal, options.signal]) : lost.signal;
     const keeper = keepAlive(lease, options.extendAtRemainingFraction ?? 0.5, (reason) => lost.abort(reason));
@@ -378,6 +405,12 @@ function keepAlive(
       await loop;
     },
   };
+}
+
+function watchCallback(onLost: unknown): { onLost?: (error: LeaseLostError) => void } {
+  if (onLost === undefined) return {};
+  if (typeof onLost !== 'function') throw new InvalidRequestError('onLost must be a function');
+  return { onLost: onLost as (error: LeaseLostError) => void };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
