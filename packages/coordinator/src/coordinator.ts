@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LeaseLostError, QuorumUnavailableError } from '@fenced/shared';
-import { InvalidRequestError, LockedError, validateResourceName } from '@fenced/shared';
+import type { QuorumUnavailableError } from '@fenced/shared';
+import { InvalidRequestError, LeaseLostError, LockedError, validateResourceName } from '@fenced/shared';
 import { CoordinatorClosedError, TokenExhaustedError, UnsafeNodeError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease.js';
 import { closeAllWatches, type LeaseWatch, type LeaseWatchOptions } from './lease-watch.js';
@@ -218,22 +218,38 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    * @throws LeaseLostError when the lease expired or another holder has the resource
    * @throws QuorumUnavailableError when too few nodes answered to tell
    */
-  async extend(resource: string, leaseId: string, ttlMs: number): Promise<Lease> {
+  async extend(resource: string, leaseId: string, ttlMs: number): Promise<Lease>;
+  /**
+   * Extends a multi-resource lease by id (for the HTTP service): every resource, same tokens. When any resource
+   * was lost the whole set is released and that resource's LeaseLostError is thrown.
+   */
+  async extend(resources: readonly string[], leaseId: string, ttlMs: number): Promise<MultiLease>;
+  async extend(
+    resource: string | readonly string[],
+    leaseId: string,
+    ttlMs: number,
+  ): Promise<Lease | MultiLease> {
+    if (Array.isArray(resource)) return this.extendMany(resource, leaseId, ttlMs);
     validateResourceName(resource);
     this.validateLeaseId(leaseId);
     this.validateTtl(ttlMs);
-    const grant = await this.extendLease(resource, leaseId, ttlMs, undefined);
-    return this.leaseOf(resource, leaseId, grant);
+    const grant = await this.extendLease(resource as string, leaseId, ttlMs, undefined);
+    return this.leaseOf(resource as string, leaseId, grant);
   }
 
   /**
    * Releases a lease by id: compare-and-delete on every node. An expired or unknown lease is a success.
    * @throws QuorumUnavailableError when fewer than a quorum of nodes confirmed (the lease then expires by itself)
    */
-  async release(resource: string, leaseId: string): Promise<void> {
-    validateResourceName(resource);
+  async release(resource: string, leaseId: string): Promise<void>;
+  /** Releases every resource of a multi-resource lease by id, in parallel; the first failure is thrown. */
+  async release(resources: readonly string[], leaseId: string): Promise<void>;
+  async release(resource: string | readonly string[], leaseId: string): Promise<void> {
+    const names: readonly string[] = Array.isArray(resource)
+      ? validateResourceList(resource, validateResourceName)
+      : [validateResourceName(resource)];
     this.validateLeaseId(leaseId);
-    await this.releaseLease(resource, leaseId);
+    await releaseEvery(names, (name) => this.releaseLease(name, leaseId));
   }
 
   /** Whether a majority of nodes holds a lease on the resource, and its token. Never returns a lease id. */
@@ -420,6 +436,39 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     );
   }
 
+  /** Extend by id of a set: every resource against no deadline (the service does not know the lease's). */
+  private async extendMany(
+    resources: readonly string[],
+    leaseId: string,
+    ttlMs: number,
+  ): Promise<MultiLease> {
+    const names = validateResourceList(resources, validateResourceName);
+    this.validateLeaseId(leaseId);
+    this.validateTtl(ttlMs);
+    const results = await Promise.allSettled(
+      names.map((name) => this.extendLease(name, leaseId, ttlMs, undefined)),
+    );
+    const lost = results.find(
+      (r): r is PromiseRejectedResult => r.status === 'rejected' && r.reason instanceof LeaseLostError,
+    );
+    if (lost !== undefined) {
+      // One resource gone means the set is gone: free the others now rather than at their ttl.
+      releaseEvery(names, (name) => this.releaseLease(name, leaseId)).catch(() => undefined);
+      throw lost.reason;
+    }
+    const grants = new Map<string, LeaseGrant>();
+    results.forEach((result, i) => {
+      if (result.status === 'rejected') throw result.reason;
+      grants.set(names[i]!, result.value);
+    });
+    const signer = this.signer;
+    const proofs =
+      signer === undefined
+        ? undefined
+        : new Map([...grants].map(([r, grant]) => [r, signer.sign(r, grant.token, leaseId)]));
+    return new GrantedMultiLease(this, leaseId, grants, proofs);
+  }
+
   private multiAcquireContext(): MultiAcquireContext {
     return {
       minValidityMs: this.settings.minValidityMs,
@@ -530,4 +579,11 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       throw new InvalidRequestError('leaseId must be 16 to 128 characters of base64url (A-Z a-z 0-9 _ -)');
     }
   }
+}
+
+/** Runs `release` for every resource in parallel (nothing waits while holding); the first failure is thrown. */
+async function releaseEvery(resources: readonly string[], release: (resource: string) => Promise<void>) {
+  const results = await Promise.allSettled(resources.map(release));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
 }
