@@ -10,9 +10,12 @@ import {
   validateResourceName,
   type LeaseResponseBody,
   type LockStatusBody,
+  type MultiLeaseResponseBody,
 } from '@fenced/shared';
 import { closeAllWatches, type LeaseWatch } from '../lease-watch.js';
+import { lockOrder, MAX_LEASE_RESOURCES } from '../multi-lease.js';
 import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
+import { ClientMultiLease, type MultiLeaseCalls, type MultiLeaseGrant } from './client-multi-lease.js';
 import { errorFromResponse } from './response-errors.js';
 
 export interface CoordinatorClientOptions {
@@ -101,6 +104,7 @@ export class CoordinatorClient {
   readonly #fetch: typeof fetch;
   readonly #settings: typeof DEFAULT_CLIENT_OPTIONS;
   readonly #calls: LeaseCalls;
+  readonly #multiCalls: MultiLeaseCalls;
   /** Watches of this client's leases that hold a timer: `close()` stops them. */
   readonly #watches = new Set<LeaseWatch>();
 
@@ -123,6 +127,10 @@ export class CoordinatorClient {
       extendById: (resource, id, ttlMs, signal) => this.#extend(resource, id, ttlMs, signal),
       releaseById: (resource, id) => this.#release(resource, id),
     };
+    this.#multiCalls = {
+      extendManyById: (resources, id, ttlMs, signal) => this.#extendMany(resources, id, ttlMs, signal),
+      releaseManyById: (resources, id) => this.#releaseMany(resources, id),
+    };
   }
 
   /**
@@ -130,7 +138,23 @@ export class CoordinatorClient {
    * @throws LockedError when it was not granted within `waitMs`; QuorumUnavailableError when no majority
    *   could decide (after the retries); InvalidRequestError, UnauthorizedError.
    */
-  async acquire(resource: string, options: AcquireOptions): Promise<ClientLease> {
+  async acquire(resource: string, options: AcquireOptions): Promise<ClientLease>;
+  /**
+   * Acquires one lease over several resources, all or nothing (`POST /v1/leases`): each resource with its own
+   * token under one lease id. Repeated names are dropped; the lease lists them sorted.
+   * @throws LockedError (naming the first resource; the message names the one that blocked) when not granted
+   *   within `waitMs`; nothing is held then.
+   */
+  async acquire(resources: readonly string[], options: AcquireOptions): Promise<ClientMultiLease>;
+  async acquire(
+    resource: string | readonly string[],
+    options: AcquireOptions,
+  ): Promise<ClientLease | ClientMultiLease> {
+    if (Array.isArray(resource)) return this.#acquireMany(resource, options);
+    return this.#acquireOne(resource as string, options);
+  }
+
+  async #acquireOne(resource: string, options: AcquireOptions): Promise<ClientLease> {
     validateResourceName(resource);
     const waitMs = options.waitMs ?? 0;
     const { status, body, sentAt, receivedAt } = await this.#request({
@@ -153,10 +177,52 @@ export class CoordinatorClient {
     });
   }
 
+  async #acquireMany(resources: readonly string[], options: AcquireOptions): Promise<ClientMultiLease> {
+    if (!Array.isArray(resources) || resources.length === 0) {
+      throw new InvalidRequestError('resources must be a non-empty array of resource names');
+    }
+    const names = lockOrder(resources.map((r: unknown) => validateResourceName(r)));
+    if (names.length > MAX_LEASE_RESOURCES) {
+      throw new InvalidRequestError(
+        `a lease covers at most ${MAX_LEASE_RESOURCES} resources, got ${names.length}`,
+      );
+    }
+    const waitMs = options.waitMs ?? 0;
+    const { status, body, sentAt, receivedAt } = await this.#request({
+      method: 'POST',
+      path: 'v1/leases',
+      body: { resources: names, ttlMs: options.ttlMs, waitMs },
+      resource: names[0]!,
+      retry: 'on-503',
+      timeoutMs: waitMs + this.#settings.requestTimeoutMs,
+      signal: options.signal,
+      expect: 201,
+    });
+    return new ClientMultiLease(
+      this.#multiCalls,
+      toMultiGrant(body, waitMs === 0 ? sentAt : receivedAt, status),
+      {
+        context: { retryDelayMs: this.#settings.retryBaseDelayMs, live: this.#watches },
+        options: { autoExtend: options.autoExtend === true, ...watchCallback(options.onLost) },
+      },
+    );
+  }
+
   /** One attempt without waiting: `null` when somebody else holds the resource. */
-  async tryAcquire(resource: string, options: Omit<AcquireOptions, 'waitMs'>): Promise<ClientLease | null> {
+  async tryAcquire(resource: string, options: Omit<AcquireOptions, 'waitMs'>): Promise<ClientLease | null>;
+  /** One attempt over several resources without waiting: `null` when any of them is held (nothing is held then). */
+  async tryAcquire(
+    resources: readonly string[],
+    options: Omit<AcquireOptions, 'waitMs'>,
+  ): Promise<ClientMultiLease | null>;
+  async tryAcquire(
+    resource: string | readonly string[],
+    options: Omit<AcquireOptions, 'waitMs'>,
+  ): Promise<ClientLease | ClientMultiLease | null> {
     try {
-      return await this.acquire(resource, { ...options, waitMs: 0 });
+      return Array.isArray(resource)
+        ? await this.#acquireMany(resource, { ...options, waitMs: 0 })
+        : await this.#acquireOne(resource as string, { ...options, waitMs: 0 });
     } catch (error) {
       if (isFencedError(error) && error.code === ErrorCode.LOCKED) return null;
       throw error;
@@ -216,7 +282,7 @@ export class CoordinatorClient {
     options: UsingOptions,
     fn: (lease: ClientLease, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
-    const lease = await this.acquire(resource, { ...options, autoExtend: false });
+    const lease = await this.#acquireOne(resource, { ...options, autoExtend: false });
     const lost = new AbortController();
     const signal = options.signal ? AbortSignal.any([lost.signal, options.signal]) : lost.signal;
     const keeper = keepAlive(lease, options.extendAtRemainingFraction ?? 0.5, (reason) => lost.abort(reason));
@@ -242,6 +308,37 @@ export class CoordinatorClient {
       expect: 200,
     });
     return toGrant(body, sentAt, status);
+  }
+
+  async #extendMany(
+    resources: readonly string[],
+    leaseId: string,
+    ttlMs: number,
+    signal?: AbortSignal,
+  ): Promise<MultiLeaseGrant> {
+    const { body, sentAt, status } = await this.#request({
+      method: 'POST',
+      path: `v1/leases/${encodeURIComponent(leaseId)}/extend`,
+      body: { resources, ttlMs },
+      resource: resources[0]!,
+      retry: 'on-503-and-network',
+      timeoutMs: this.#settings.requestTimeoutMs,
+      signal,
+      expect: 200,
+    });
+    return toMultiGrant(body, sentAt, status);
+  }
+
+  async #releaseMany(resources: readonly string[], leaseId: string): Promise<void> {
+    await this.#request({
+      method: 'DELETE',
+      path: `v1/leases/${encodeURIComponent(leaseId)}`,
+      body: { resources },
+      resource: resources[0]!,
+      retry: 'on-503-and-network',
+      timeoutMs: this.#settings.requestTimeoutMs,
+      expect: 204,
+    });
   }
 
   async #release(resource: string, leaseId: string): Promise<void> {
@@ -354,6 +451,48 @@ function toGrant(body: unknown, validFrom: number, status: number): LeaseGrant {
     id: lease.leaseId,
     token: parseToken(lease.token, 'token'),
     proof: lease.proof,
+    ttlMs: lease.ttlMs,
+    validityMs: lease.validityMs,
+    expiresAt: new Date(lease.expiresAt),
+    validFrom,
+  };
+}
+
+function toMultiGrant(body: unknown, validFrom: number, status: number): MultiLeaseGrant {
+  const lease = body as Partial<MultiLeaseResponseBody> | null;
+  const malformed = (): InternalError =>
+    new InternalError(`malformed multi-resource lease in the coordinator's ${status} response`);
+  if (
+    !Array.isArray(lease?.resources) ||
+    lease.resources.length === 0 ||
+    !lease.resources.every((r) => typeof r === 'string') ||
+    typeof lease.leaseId !== 'string' ||
+    typeof lease.tokens !== 'object' ||
+    lease.tokens === null ||
+    typeof lease.ttlMs !== 'number' ||
+    typeof lease.validityMs !== 'number' ||
+    typeof lease.expiresAt !== 'string' ||
+    (lease.proofs !== undefined && (typeof lease.proofs !== 'object' || lease.proofs === null))
+  ) {
+    throw malformed();
+  }
+  const tokens = new Map<string, bigint>();
+  const proofs = lease.proofs === undefined ? undefined : new Map<string, string>();
+  for (const resource of lease.resources) {
+    // Own properties only: a resource may be called `__proto__` or `constructor`.
+    if (!Object.hasOwn(lease.tokens, resource)) throw malformed();
+    tokens.set(resource, parseToken(lease.tokens[resource], 'token'));
+    if (proofs !== undefined) {
+      const proof: unknown = Object.hasOwn(lease.proofs!, resource) ? lease.proofs![resource] : undefined;
+      if (typeof proof !== 'string' || !PROOF_PATTERN.test(proof)) throw malformed();
+      proofs.set(resource, proof);
+    }
+  }
+  return {
+    resources: [...lease.resources],
+    id: lease.leaseId,
+    tokens,
+    proofs,
     ttlMs: lease.ttlMs,
     validityMs: lease.validityMs,
     expiresAt: new Date(lease.expiresAt),
