@@ -37,7 +37,10 @@ class StubLeaseService extends EventEmitter implements LeaseService {
   readonly nodeCount = 5;
   private next = 0n;
 
-  acquire(resource: string, options: { ttlMs: number }): Promise<GrantedLease> {
+  acquire(resource: string, options: { ttlMs: number }): Promise<GrantedLease>;
+  acquire(resources: readonly string[], options: { ttlMs: number }): Promise<never>;
+  acquire(resource: string | readonly string[], options: { ttlMs: number }): Promise<GrantedLease> {
+    if (typeof resource !== 'string') return Promise.reject(new Error('the stub grants one resource'));
     this.next++;
     return Promise.resolve({
       resource,
@@ -49,7 +52,7 @@ class StubLeaseService extends EventEmitter implements LeaseService {
     });
   }
 
-  extend(): Promise<GrantedLease> {
+  extend(): Promise<never> {
     return Promise.reject(new Error('the stub does not extend'));
   }
 

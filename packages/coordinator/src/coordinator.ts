@@ -1,10 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QuorumUnavailableError } from '@fenced/shared';
-import { InvalidRequestError, LockedError, validateResourceName } from '@fenced/shared';
+import { InvalidRequestError, LeaseLostError, LockedError, validateResourceName } from '@fenced/shared';
 import { CoordinatorClosedError, TokenExhaustedError, UnsafeNodeError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease.js';
-import { keepLeaseAlive } from './lease-keeper.js';
+import { closeAllWatches, type LeaseWatch, type LeaseWatchOptions } from './lease-watch.js';
 import { GrantedMultiLease, validateResourceList, type MultiLease } from './multi-lease.js';
 import { newLeaseId } from './lease-ids.js';
 import { NodeSet, type NodeStatus } from './nodes/node-set.js';
@@ -36,6 +36,19 @@ export interface AcquireOptions {
   waitMs?: number;
   /** Aborts the wait; the acquire then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Keep the lease extended in the background until it is released (at half of the remaining validity,
+   * retrying while validity remains). `lease.signal` aborts with a LeaseLostError when an extension fails for
+   * good or the validity runs out first. The keeper stops on release, `await using` disposal, loss, and
+   * `coordinator.close()`. Without it the lease lives for its ttl unless you call `extend()`.
+   * @defaultValue `false`
+   */
+  autoExtend?: boolean;
+  /**
+   * Called once, with the LeaseLostError that aborts `lease.signal`, when the lease is lost while held (never on
+   * release). Runs synchronously from a timer or an extension: keep it short, and do not throw.
+   */
+  onLost?: (error: LeaseLostError) => void;
 }
 
 export type TryAcquireOptions = Omit<AcquireOptions, 'waitMs'>;
@@ -70,6 +83,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   private readonly closing = new AbortController();
   /** Signs every lease when `signingKey` is set (DESIGN §4b); built before any connection exists. */
   private readonly signer: LeaseSigner | undefined;
+  /** Watches of leases this coordinator granted that hold a timer (a keeper, an expiry timer): close() stops them. */
+  private readonly watches = new Set<LeaseWatch>();
 
   constructor(options: CoordinatorOptions) {
     super();
@@ -132,8 +147,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   }
 
   private async acquireOne(resource: string, options: AcquireOptions): Promise<Lease> {
-    const { ttlMs, waitMs, signal } = this.validateAcquire(resource, options, true);
-    const lease = await this.acquireWithin(resource, ttlMs, waitMs, signal);
+    const { ttlMs, waitMs, signal, watch } = this.validateAcquire(resource, options, true);
+    const lease = await this.acquireWithin(resource, ttlMs, waitMs, signal, watch);
     if (lease === null) {
       throw new LockedError(
         resource,
@@ -155,13 +170,13 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     options: TryAcquireOptions,
   ): Promise<Lease | MultiLease | null> {
     if (Array.isArray(resource)) return this.acquireMany(resource, options, false);
-    const { ttlMs, signal } = this.validateAcquire(resource as string, options, false);
-    return this.acquireWithin(resource as string, ttlMs, 0, signal);
+    const { ttlMs, signal, watch } = this.validateAcquire(resource as string, options, false);
+    return this.acquireWithin(resource as string, ttlMs, 0, signal, watch);
   }
 
   /**
-   * Runs `fn` while holding the lease: extends it before expiry, aborts `signal` with a LeaseLostError when an
-   * extension fails, and always releases. `fn`'s own error is never replaced by a release failure.
+   * Runs `fn` while holding the lease: an `autoExtend` lease whose signal (combined with `options.signal`) is
+   * handed to `fn`, always released afterwards. `fn`'s own error is never replaced by a release failure.
    */
   async using<T>(
     resource: string,
@@ -183,20 +198,16 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new InvalidRequestError('using needs a function to run under the lease');
+    const kept = { ...options, autoExtend: true };
     const lease: Lease | MultiLease = Array.isArray(resource)
-      ? await this.acquireMany(resource, options, true)
-      : await this.acquireOne(resource as string, options);
-    const keeper = keepLeaseAlive(keptView(lease), {
-      retryDelayMs: this.settings.retryDelayMs,
-      signal: options.signal,
-    });
+      ? await this.acquireMany(resource, kept, true)
+      : await this.acquireOne(resource as string, kept);
+    const signal =
+      options.signal === undefined ? lease.signal : AbortSignal.any([lease.signal, options.signal]);
     try {
-      return await (fn as (lease: Lease | MultiLease, signal: AbortSignal) => Promise<T>)(
-        lease,
-        keeper.signal,
-      );
+      return await (fn as (lease: Lease | MultiLease, signal: AbortSignal) => Promise<T>)(lease, signal);
     } finally {
-      keeper.stop();
+      // Releasing stops the keeper before anything is sent.
       // A failed release only delays the next holder by the remaining ttl; it must not mask fn's outcome.
       await lease.release().catch(() => undefined);
     }
@@ -207,22 +218,38 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    * @throws LeaseLostError when the lease expired or another holder has the resource
    * @throws QuorumUnavailableError when too few nodes answered to tell
    */
-  async extend(resource: string, leaseId: string, ttlMs: number): Promise<Lease> {
+  async extend(resource: string, leaseId: string, ttlMs: number): Promise<Lease>;
+  /**
+   * Extends a multi-resource lease by id (for the HTTP service): every resource, same tokens. When any resource
+   * was lost the whole set is released and that resource's LeaseLostError is thrown.
+   */
+  async extend(resources: readonly string[], leaseId: string, ttlMs: number): Promise<MultiLease>;
+  async extend(
+    resource: string | readonly string[],
+    leaseId: string,
+    ttlMs: number,
+  ): Promise<Lease | MultiLease> {
+    if (Array.isArray(resource)) return this.extendMany(resource, leaseId, ttlMs);
     validateResourceName(resource);
     this.validateLeaseId(leaseId);
     this.validateTtl(ttlMs);
-    const grant = await this.extendLease(resource, leaseId, ttlMs, undefined);
-    return this.leaseOf(resource, leaseId, grant);
+    const grant = await this.extendLease(resource as string, leaseId, ttlMs, undefined);
+    return this.leaseOf(resource as string, leaseId, grant);
   }
 
   /**
    * Releases a lease by id: compare-and-delete on every node. An expired or unknown lease is a success.
    * @throws QuorumUnavailableError when fewer than a quorum of nodes confirmed (the lease then expires by itself)
    */
-  async release(resource: string, leaseId: string): Promise<void> {
-    validateResourceName(resource);
+  async release(resource: string, leaseId: string): Promise<void>;
+  /** Releases every resource of a multi-resource lease by id, in parallel; the first failure is thrown. */
+  async release(resources: readonly string[], leaseId: string): Promise<void>;
+  async release(resource: string | readonly string[], leaseId: string): Promise<void> {
+    const names: readonly string[] = Array.isArray(resource)
+      ? validateResourceList(resource, validateResourceName)
+      : [validateResourceName(resource)];
     this.validateLeaseId(leaseId);
-    await this.releaseLease(resource, leaseId);
+    await releaseEvery(names, (name) => this.releaseLease(name, leaseId));
   }
 
   /** Whether a majority of nodes holds a lease on the resource, and its token. Never returns a lease id. */
@@ -246,10 +273,15 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     return this.nodes.repairNode(index);
   }
 
-  /** Stops background work, unsubscribes, and closes the clients this coordinator created. */
+  /**
+   * Stops background work, unsubscribes, and closes the clients this coordinator created. Leases it keeps
+   * (`autoExtend`) or watches (`lease.signal` read) stop being extended: their signals abort with a
+   * LeaseLostError and `onLost` is called. Leases are not released; they run out at their ttl.
+   */
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
     this.closing.abort(new CoordinatorClosedError());
+    closeAllWatches(this.watches, new CoordinatorClosedError());
     this.releaser.close();
     await this.notifier.close();
     await this.nodes.close();
@@ -301,6 +333,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     ttlMs: number,
     waitMs: number,
     signal: AbortSignal | undefined,
+    watch: LeaseWatchOptions = {},
   ): Promise<Lease | null> {
     await this.nodes.started();
     signal?.throwIfAborted();
@@ -318,7 +351,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
         switch (result.kind) {
           case 'granted':
             granted = true;
-            return this.leaseOf(resource, leaseId, result.grant);
+            return this.leaseOf(resource, leaseId, result.grant, watch);
           case 'unavailable':
             // A majority definitely unreachable (refused connections, non-voting nodes) fails fast; slow nodes
             // that timed out may answer the next attempt, so those are retried while the wait lasts.
@@ -373,7 +406,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     allowWait: boolean,
   ): Promise<MultiLease | null> {
     const names = validateResourceList(resources, validateResourceName);
-    const { ttlMs, waitMs, signal } = this.validateAcquire(names[0]!, options, allowWait);
+    const { ttlMs, waitMs, signal, watch } = this.validateAcquire(names[0]!, options, allowWait);
     await this.nodes.started();
     signal?.throwIfAborted();
     this.throwIfClosed();
@@ -391,13 +424,49 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
         signer === undefined
           ? undefined
           : new Map([...outcome.grants].map(([r, grant]) => [r, signer.sign(r, grant.token, leaseId)]));
-      return new GrantedMultiLease(this, leaseId, outcome.grants, proofs);
+      return new GrantedMultiLease(this, leaseId, outcome.grants, proofs, {
+        context: this.watchContext(),
+        options: watch,
+      });
     }
     if (!allowWait) return null;
     throw new LockedError(
       outcome.resource,
       `resource is locked by another holder (not granted within ${waitMs} ms; ${names.length} resources requested)`,
     );
+  }
+
+  /** Extend by id of a set: every resource against no deadline (the service does not know the lease's). */
+  private async extendMany(
+    resources: readonly string[],
+    leaseId: string,
+    ttlMs: number,
+  ): Promise<MultiLease> {
+    const names = validateResourceList(resources, validateResourceName);
+    this.validateLeaseId(leaseId);
+    this.validateTtl(ttlMs);
+    const results = await Promise.allSettled(
+      names.map((name) => this.extendLease(name, leaseId, ttlMs, undefined)),
+    );
+    const lost = results.find(
+      (r): r is PromiseRejectedResult => r.status === 'rejected' && r.reason instanceof LeaseLostError,
+    );
+    if (lost !== undefined) {
+      // One resource gone means the set is gone: free the others now rather than at their ttl.
+      releaseEvery(names, (name) => this.releaseLease(name, leaseId)).catch(() => undefined);
+      throw lost.reason;
+    }
+    const grants = new Map<string, LeaseGrant>();
+    results.forEach((result, i) => {
+      if (result.status === 'rejected') throw result.reason;
+      grants.set(names[i]!, result.value);
+    });
+    const signer = this.signer;
+    const proofs =
+      signer === undefined
+        ? undefined
+        : new Map([...grants].map(([r, grant]) => [r, signer.sign(r, grant.token, leaseId)]));
+    return new GrantedMultiLease(this, leaseId, grants, proofs);
   }
 
   private multiAcquireContext(): MultiAcquireContext {
@@ -428,14 +497,27 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   // Small helpers
 
   /** A Lease for a grant, with its proof when this coordinator signs (DESIGN §4b). */
-  private leaseOf(resource: string, leaseId: string, grant: LeaseGrant): GrantedLease {
+  private leaseOf(
+    resource: string,
+    leaseId: string,
+    grant: LeaseGrant,
+    watch: LeaseWatchOptions = {},
+  ): GrantedLease {
     return new GrantedLease(
       this,
       resource,
       leaseId,
       grant,
       this.signer?.sign(resource, grant.token, leaseId),
+      {
+        context: this.watchContext(),
+        options: watch,
+      },
     );
+  }
+
+  private watchContext(): { retryDelayMs: number; live: Set<LeaseWatch> } {
+    return { retryDelayMs: this.settings.retryDelayMs, live: this.watches };
   }
 
   private keysOf(resource: string): ResourceKeys {
@@ -459,7 +541,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     resource: string,
     options: AcquireOptions | TryAcquireOptions,
     allowWait: boolean,
-  ): { ttlMs: number; waitMs: number; signal: AbortSignal | undefined } {
+  ): { ttlMs: number; waitMs: number; signal: AbortSignal | undefined; watch: LeaseWatchOptions } {
     validateResourceName(resource);
     if (typeof options !== 'object' || options === null) {
       throw new InvalidRequestError('acquire options must be an object with ttlMs');
@@ -473,7 +555,19 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new InvalidRequestError('signal must be an AbortSignal');
     }
-    return { ttlMs: options.ttlMs, waitMs, signal };
+    const { autoExtend, onLost } = options as { autoExtend?: unknown; onLost?: unknown };
+    if (autoExtend !== undefined && typeof autoExtend !== 'boolean') {
+      throw new InvalidRequestError('autoExtend must be true or false');
+    }
+    if (onLost !== undefined && typeof onLost !== 'function') {
+      throw new InvalidRequestError('onLost must be a function');
+    }
+    return {
+      ttlMs: options.ttlMs,
+      waitMs,
+      signal,
+      watch: { autoExtend: autoExtend === true, ...(onLost ? { onLost: options.onLost! } : {}) },
+    };
   }
 
   private validateTtl(ttlMs: unknown): asserts ttlMs is number {
@@ -487,12 +581,9 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   }
 }
 
-/** What the lease keeper needs of a one- or multi-resource lease (errors name the first resource of a set). */
-function keptView(lease: Lease | MultiLease): Pick<Lease, 'resource' | 'remainingMs' | 'extend'> {
-  if ('resource' in lease) return lease;
-  return {
-    resource: lease.resources[0]!,
-    remainingMs: () => lease.remainingMs(),
-    extend: (ttlMs?: number) => lease.extend(ttlMs),
-  };
+/** Runs `release` for every resource in parallel (nothing waits while holding); the first failure is thrown. */
+async function releaseEvery(resources: readonly string[], release: (resource: string) => Promise<void>) {
+  const results = await Promise.allSettled(resources.map(release));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
 }

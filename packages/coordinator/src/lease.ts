@@ -1,4 +1,5 @@
 import { LeaseLostError } from '@fenced/shared';
+import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
 import { monotonicNow } from './redlock/validity.js';
 
 /** A granted lease. Its `token` is the fencing token to present to the guarded store. */
@@ -21,6 +22,16 @@ export interface Lease extends AsyncDisposable {
   readonly expiresAt: Date;
   /** Remaining validity on the monotonic clock; `<= 0` once expired, released or lost. */
   remainingMs(): number;
+  /**
+   * Aborts, once, with a LeaseLostError when the lease is lost while held: an extension failed for good, or its
+   * validity ran out before an extension succeeded, or the coordinator was closed while it kept the lease
+   * (lease-watch.ts). With `autoExtend` the coordinator extends the lease until it is released; without it, the
+   * signal still aborts when `extend()` reports the lease lost or its validity runs out (a timer armed when the
+   * signal is first read). Releasing never aborts it: a released lease was not lost.
+   */
+  readonly signal: AbortSignal;
+  /** Whether the coordinator is extending this lease in the background (`autoExtend`, until release or loss). */
+  readonly autoExtending: boolean;
   /** Compare-and-extend on a majority within the remaining validity; same token. @throws LeaseLostError */
   extend(ttlMs?: number): Promise<void>;
   /** Compare-and-delete on every node. Idempotent; an expired lease is released without error. */
@@ -47,11 +58,15 @@ export interface LeaseOperations {
   releaseLease(resource: string, leaseId: string): Promise<void>;
 }
 
+/** A lease made without an owner's context (the HTTP service's extend by id): nothing tracks its watch. */
+const UNWATCHED = { context: { retryDelayMs: 100, live: new Set<LeaseWatch>() } };
+
 export class GrantedLease implements Lease {
   private grant: LeaseGrant;
   private expiresAtMs: number;
   private state: 'held' | 'released' | 'lost' = 'held';
   private releasing: Promise<void> | undefined;
+  private readonly watch: LeaseWatch;
 
   constructor(
     private readonly operations: LeaseOperations,
@@ -60,9 +75,20 @@ export class GrantedLease implements Lease {
     grant: LeaseGrant,
     /** Signed once at grant time over (resource, token, lease id): none of them changes on extension. */
     readonly proof: string | undefined = undefined,
+    watching: { context: LeaseWatchContext; options?: LeaseWatchOptions } = UNWATCHED,
   ) {
     this.grant = grant;
     this.expiresAtMs = Date.now() + (grant.validUntil - monotonicNow());
+    this.watch = new LeaseWatch(this, watching.context, watching.options);
+    this.watch.start();
+  }
+
+  get signal(): AbortSignal {
+    return this.watch.signal;
+  }
+
+  get autoExtending(): boolean {
+    return this.watch.autoExtending;
   }
 
   get token(): bigint {
@@ -91,21 +117,30 @@ export class GrantedLease implements Lease {
       throw new LeaseLostError(this.resource, 'the lease was released; acquire a new one');
     }
     if (this.remainingMs() <= 0) {
+      const error = new LeaseLostError(this.resource, 'the lease expired before it was extended');
+      this.watch.lost(error);
       this.state = 'lost';
-      throw new LeaseLostError(this.resource, 'the lease expired before it was extended');
+      throw error;
     }
     try {
       const grant = await this.operations.extendLease(this.resource, this.id, ttlMs, this.grant.validUntil);
       // The token never changes on extension (DESIGN §3: one token per grant).
       this.grant = { ...grant, token: this.grant.token };
       this.expiresAtMs = Date.now() + (grant.validUntil - monotonicNow());
+      this.watch.extended();
     } catch (error) {
-      if (error instanceof LeaseLostError) this.state = 'lost';
+      if (error instanceof LeaseLostError && this.state === 'held') {
+        // The signal first, while remainingMs() still reports the real deadline to its listeners.
+        this.watch.lost(error);
+        this.state = 'lost';
+      }
       throw error;
     }
   }
 
   release(): Promise<void> {
+    // No extension may start once a release began: stop the keeper and the expiry timer first.
+    this.watch.stop();
     if (this.state === 'released') return Promise.resolve();
     this.releasing ??= this.operations.releaseLease(this.resource, this.id).then(
       () => {

@@ -1,5 +1,6 @@
 import { InvalidRequestError, LeaseLostError, type FencedLease } from '@fenced/shared';
 import type { LeaseGrant, LeaseOperations } from './lease.js';
+import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
 import { monotonicNow } from './redlock/validity.js';
 
 /** Most resources one multi-resource lease may cover. */
@@ -30,6 +31,10 @@ export interface MultiLease extends AsyncDisposable {
   readonly expiresAt: Date;
   /** Remaining validity of the whole set on the monotonic clock; `<= 0` once expired, released or lost. */
   remainingMs(): number;
+  /** As `Lease.signal`, for the whole set: any resource lost means the set is lost. */
+  readonly signal: AbortSignal;
+  /** Whether the coordinator is extending this lease in the background (`autoExtend`, until release or loss). */
+  readonly autoExtending: boolean;
   /** One lease per resource (same id), e.g. for APIs that take a single-resource fence. */
   fences(): FencedLease[];
   /**
@@ -74,6 +79,7 @@ export class GrantedMultiLease implements MultiLease {
   private validity: number;
   private state: 'held' | 'released' | 'lost' = 'held';
   private releasing: Promise<void> | undefined;
+  private readonly watch: LeaseWatch;
 
   constructor(
     private readonly operations: LeaseOperations,
@@ -81,11 +87,33 @@ export class GrantedMultiLease implements MultiLease {
     grants: ReadonlyMap<string, LeaseGrant>,
     /** Signed once per resource at grant time; nothing they sign changes on extension. */
     readonly proofs: ReadonlyMap<string, string> | undefined = undefined,
+    watching: { context: LeaseWatchContext; options?: LeaseWatchOptions } = {
+      context: { retryDelayMs: 100, live: new Set() },
+    },
   ) {
     this.resources = [...grants.keys()];
     this.grants = new Map(grants);
     this.tokens = new Map([...grants].map(([resource, grant]) => [resource, grant.token]));
     this.validity = Math.floor(this.validUntil() - monotonicNow());
+    this.watch = new LeaseWatch(
+      {
+        // Errors of the watch name the first resource; an extension's own LeaseLostError names the lost one.
+        resource: this.resources[0]!,
+        remainingMs: () => this.remainingMs(),
+        extend: (ttlMs?: number) => this.extend(ttlMs),
+      },
+      watching.context,
+      watching.options,
+    );
+    this.watch.start();
+  }
+
+  get signal(): AbortSignal {
+    return this.watch.signal;
+  }
+
+  get autoExtending(): boolean {
+    return this.watch.autoExtending;
   }
 
   get ttlMs(): number {
@@ -119,8 +147,10 @@ export class GrantedMultiLease implements MultiLease {
       throw new LeaseLostError(this.resources[0]!, 'the lease was released; acquire a new one');
     }
     if (this.remainingMs() <= 0) {
+      const error = new LeaseLostError(this.resources[0]!, 'the lease expired before it was extended');
+      this.watch.lost(error);
       this.state = 'lost';
-      throw new LeaseLostError(this.resources[0]!, 'the lease expired before it was extended');
+      throw error;
     }
     // Every resource against the same deadline: the set is valid only while all of them are.
     const validUntil = this.validUntil();
@@ -138,8 +168,9 @@ export class GrantedMultiLease implements MultiLease {
     const lost = results.find(
       (r): r is PromiseRejectedResult => r.status === 'rejected' && r.reason instanceof LeaseLostError,
     );
-    if (lost !== undefined) {
+    if (lost !== undefined && this.state === 'held') {
       // One resource gone means the set is gone: let the others go too rather than block them until their ttl.
+      this.watch.lost(lost.reason);
       this.state = 'lost';
       this.releaseAll().catch(() => undefined);
       throw lost.reason;
@@ -147,9 +178,12 @@ export class GrantedMultiLease implements MultiLease {
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
     this.validity = Math.floor(this.validUntil() - monotonicNow());
+    this.watch.extended();
   }
 
   release(): Promise<void> {
+    // No extension may start once a release began: stop the keeper and the expiry timer first.
+    this.watch.stop();
     if (this.state === 'released') return Promise.resolve();
     this.releasing ??= this.releaseAll().then(
       () => {

@@ -292,7 +292,19 @@ describe('coordinator HTTP API: the contract table', () => {
     const doc = response.body as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/healthz', '/metrics', '/openapi.json', '/readyz', LOCK, LEASES, LEASE, EXTEND].sort(),
+      [
+        '/healthz',
+        '/metrics',
+        '/openapi.json',
+        '/readyz',
+        LOCK,
+        LEASES,
+        LEASE,
+        EXTEND,
+        '/v1/leases',
+        '/v1/leases/{leaseId}',
+        '/v1/leases/{leaseId}/extend',
+      ].sort(),
     );
   });
 

@@ -1,4 +1,5 @@
-import type { FencedLease } from '@fenced/shared';
+import { ErrorCode, isFencedError, type FencedLease } from '@fenced/shared';
+import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from '../lease-watch.js';
 
 /** What a lease needs from its client: the two calls that act on a lease by id. */
 export interface LeaseCalls {
@@ -31,12 +32,44 @@ export class ClientLease implements FencedLease, AsyncDisposable {
   readonly #id: string;
   #grant: LeaseGrant;
   #released: Promise<void> | undefined;
+  readonly #watch: LeaseWatch;
 
   /** @internal Made by `CoordinatorClient`. */
-  constructor(calls: LeaseCalls, grant: LeaseGrant) {
+  constructor(
+    calls: LeaseCalls,
+    grant: LeaseGrant,
+    watching: { context: LeaseWatchContext; options?: LeaseWatchOptions } = {
+      context: { retryDelayMs: 100, live: new Set() },
+    },
+  ) {
     this.#calls = calls;
     this.#id = grant.id;
     this.#grant = grant;
+    this.#watch = new LeaseWatch(
+      {
+        resource: grant.resource,
+        remainingMs: () => this.remainingMs(),
+        extend: (ttlMs?: number) => this.extend(ttlMs),
+      },
+      watching.context,
+      watching.options,
+    );
+    this.#watch.start();
+  }
+
+  /**
+   * Aborts, once, with a LeaseLostError when the lease is lost while held: an extension failed for good, its
+   * validity ran out first (on this process's clock), or the client was closed while keeping it. With
+   * `autoExtend` the client extends the lease until it is released; without it the signal still aborts when
+   * `extend()` reports the lease lost or its validity runs out (a timer armed when the signal is first read).
+   * Releasing never aborts it.
+   */
+  get signal(): AbortSignal {
+    return this.#watch.signal;
+  }
+  /** Whether the client is extending this lease in the background (`autoExtend`, until release or loss). */
+  get autoExtending(): boolean {
+    return this.#watch.autoExtending;
   }
 
   get resource(): string {
@@ -82,7 +115,13 @@ export class ClientLease implements FencedLease, AsyncDisposable {
    * @throws LeaseLostError when it expired or another holder took the resource.
    */
   async extend(ttlMs: number = this.#grant.ttlMs, signal?: AbortSignal): Promise<void> {
-    this.#grant = await this.#calls.extendById(this.resource, this.#id, ttlMs, signal);
+    try {
+      this.#grant = await this.#calls.extendById(this.resource, this.#id, ttlMs, signal);
+      this.#watch.extended();
+    } catch (error) {
+      if (isFencedError(error) && error.code === ErrorCode.LEASE_LOST) this.#watch.lost(error);
+      throw error;
+    }
   }
 
   /**
@@ -90,6 +129,8 @@ export class ClientLease implements FencedLease, AsyncDisposable {
    * tried again). Releasing a lease that already expired succeeds.
    */
   release(): Promise<void> {
+    // No extension may start once a release began: stop the keeper and the expiry timer first.
+    this.#watch.stop();
     this.#released ??= this.#calls.releaseById(this.resource, this.#id).catch((error: unknown) => {
       this.#released = undefined;
       throw error;

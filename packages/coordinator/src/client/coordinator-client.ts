@@ -1,6 +1,7 @@
 import {
   ErrorCode,
   InternalError,
+  InvalidRequestError,
   LeaseLostError,
   PROOF_PATTERN,
   QuorumUnavailableError,
@@ -9,8 +10,12 @@ import {
   validateResourceName,
   type LeaseResponseBody,
   type LockStatusBody,
+  type MultiLeaseResponseBody,
 } from '@fenced/shared';
+import { closeAllWatches, type LeaseWatch } from '../lease-watch.js';
+import { lockOrder, MAX_LEASE_RESOURCES } from '../multi-lease.js';
 import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
+import { ClientMultiLease, type MultiLeaseCalls, type MultiLeaseGrant } from './client-multi-lease.js';
 import { errorFromResponse } from './response-errors.js';
 
 export interface CoordinatorClientOptions {
@@ -59,9 +64,20 @@ export interface AcquireOptions {
   waitMs?: number;
   /** Aborting it cancels the wait; the server releases a lease granted after the cancellation. */
   signal?: AbortSignal;
+  /**
+   * Keep the lease extended in the background until it is released (when half of the remaining validity is
+   * left; transient failures retried while validity remains). `lease.signal` aborts with a LeaseLostError when
+   * an extension fails for good or the validity runs out first. Stops on release, `await using` disposal,
+   * loss, and `client.close()`.
+   * @defaultValue false
+   */
+  autoExtend?: boolean;
+  /** Called once, with the LeaseLostError that aborts `lease.signal`, when the lease is lost (never on release). */
+  onLost?: (error: LeaseLostError) => void;
 }
 
-export interface UsingOptions extends AcquireOptions {
+/** `using` keeps the lease itself: no `autoExtend` or `onLost` (the signal handed to `fn` reports the loss). */
+export interface UsingOptions extends Omit<AcquireOptions, 'autoExtend' | 'onLost'> {
   /**
    * Extend when this fraction of the validity is left. Smaller leaves fewer extensions but less room for a
    * slow or retried extend before the lease runs out.
@@ -88,6 +104,9 @@ export class CoordinatorClient {
   readonly #fetch: typeof fetch;
   readonly #settings: typeof DEFAULT_CLIENT_OPTIONS;
   readonly #calls: LeaseCalls;
+  readonly #multiCalls: MultiLeaseCalls;
+  /** Watches of this client's leases that hold a timer: `close()` stops them. */
+  readonly #watches = new Set<LeaseWatch>();
 
   constructor(options: CoordinatorClientOptions) {
     const base = new URL(options.baseUrl);
@@ -108,6 +127,10 @@ export class CoordinatorClient {
       extendById: (resource, id, ttlMs, signal) => this.#extend(resource, id, ttlMs, signal),
       releaseById: (resource, id) => this.#release(resource, id),
     };
+    this.#multiCalls = {
+      extendManyById: (resources, id, ttlMs, signal) => this.#extendMany(resources, id, ttlMs, signal),
+      releaseManyById: (resources, id) => this.#releaseMany(resources, id),
+    };
   }
 
   /**
@@ -115,7 +138,23 @@ export class CoordinatorClient {
    * @throws LockedError when it was not granted within `waitMs`; QuorumUnavailableError when no majority
    *   could decide (after the retries); InvalidRequestError, UnauthorizedError.
    */
-  async acquire(resource: string, options: AcquireOptions): Promise<ClientLease> {
+  async acquire(resource: string, options: AcquireOptions): Promise<ClientLease>;
+  /**
+   * Acquires one lease over several resources, all or nothing (`POST /v1/leases`): each resource with its own
+   * token under one lease id. Repeated names are dropped; the lease lists them sorted.
+   * @throws LockedError (naming the first resource; the message names the one that blocked) when not granted
+   *   within `waitMs`; nothing is held then.
+   */
+  async acquire(resources: readonly string[], options: AcquireOptions): Promise<ClientMultiLease>;
+  async acquire(
+    resource: string | readonly string[],
+    options: AcquireOptions,
+  ): Promise<ClientLease | ClientMultiLease> {
+    if (Array.isArray(resource)) return this.#acquireMany(resource, options);
+    return this.#acquireOne(resource as string, options);
+  }
+
+  async #acquireOne(resource: string, options: AcquireOptions): Promise<ClientLease> {
     validateResourceName(resource);
     const waitMs = options.waitMs ?? 0;
     const { status, body, sentAt, receivedAt } = await this.#request({
@@ -132,13 +171,58 @@ export class CoordinatorClient {
     });
     // Validity is counted from the grant. Without a wait the grant came after the request was sent; after a
     // wait it came shortly before the reply, and counting from the send would throw the wait away.
-    return new ClientLease(this.#calls, toGrant(body, waitMs === 0 ? sentAt : receivedAt, status));
+    return new ClientLease(this.#calls, toGrant(body, waitMs === 0 ? sentAt : receivedAt, status), {
+      context: { retryDelayMs: this.#settings.retryBaseDelayMs, live: this.#watches },
+      options: { autoExtend: options.autoExtend === true, ...watchCallback(options.onLost) },
+    });
+  }
+
+  async #acquireMany(resources: readonly string[], options: AcquireOptions): Promise<ClientMultiLease> {
+    if (!Array.isArray(resources) || resources.length === 0) {
+      throw new InvalidRequestError('resources must be a non-empty array of resource names');
+    }
+    const names = lockOrder(resources.map((r: unknown) => validateResourceName(r)));
+    if (names.length > MAX_LEASE_RESOURCES) {
+      throw new InvalidRequestError(
+        `a lease covers at most ${MAX_LEASE_RESOURCES} resources, got ${names.length}`,
+      );
+    }
+    const waitMs = options.waitMs ?? 0;
+    const { status, body, sentAt, receivedAt } = await this.#request({
+      method: 'POST',
+      path: 'v1/leases',
+      body: { resources: names, ttlMs: options.ttlMs, waitMs },
+      resource: names[0]!,
+      retry: 'on-503',
+      timeoutMs: waitMs + this.#settings.requestTimeoutMs,
+      signal: options.signal,
+      expect: 201,
+    });
+    return new ClientMultiLease(
+      this.#multiCalls,
+      toMultiGrant(body, waitMs === 0 ? sentAt : receivedAt, status),
+      {
+        context: { retryDelayMs: this.#settings.retryBaseDelayMs, live: this.#watches },
+        options: { autoExtend: options.autoExtend === true, ...watchCallback(options.onLost) },
+      },
+    );
   }
 
   /** One attempt without waiting: `null` when somebody else holds the resource. */
-  async tryAcquire(resource: string, options: Omit<AcquireOptions, 'waitMs'>): Promise<ClientLease | null> {
+  async tryAcquire(resource: string, options: Omit<AcquireOptions, 'waitMs'>): Promise<ClientLease | null>;
+  /** One attempt over several resources without waiting: `null` when any of them is held (nothing is held then). */
+  async tryAcquire(
+    resources: readonly string[],
+    options: Omit<AcquireOptions, 'waitMs'>,
+  ): Promise<ClientMultiLease | null>;
+  async tryAcquire(
+    resource: string | readonly string[],
+    options: Omit<AcquireOptions, 'waitMs'>,
+  ): Promise<ClientLease | ClientMultiLease | null> {
     try {
-      return await this.acquire(resource, { ...options, waitMs: 0 });
+      return Array.isArray(resource)
+        ? await this.#acquireMany(resource, { ...options, waitMs: 0 })
+        : await this.#acquireOne(resource as string, { ...options, waitMs: 0 });
     } catch (error) {
       if (isFencedError(error) && error.code === ErrorCode.LOCKED) return null;
       throw error;
@@ -156,6 +240,15 @@ export class CoordinatorClient {
   /** Releases a lease; an expired one is released already, and that is a success. */
   async release(lease: ClientLease): Promise<void> {
     await lease.release();
+  }
+
+  /**
+   * Stops extending the leases this client keeps (`autoExtend`) or watches: their signals abort with a
+   * LeaseLostError and `onLost` runs. The leases are not released; they run out at their ttl. The client
+   * itself holds nothing else and stays usable.
+   */
+  close(): void {
+    closeAllWatches(this.#watches, new Error('the coordinator client was closed'));
   }
 
   /** Whether the resource is held, and by which token. */
@@ -189,7 +282,7 @@ export class CoordinatorClient {
     options: UsingOptions,
     fn: (lease: ClientLease, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
-    const lease = await this.acquire(resource, options);
+    const lease = await this.#acquireOne(resource, { ...options, autoExtend: false });
     const lost = new AbortController();
     const signal = options.signal ? AbortSignal.any([lost.signal, options.signal]) : lost.signal;
     const keeper = keepAlive(lease, options.extendAtRemainingFraction ?? 0.5, (reason) => lost.abort(reason));
@@ -215,6 +308,37 @@ export class CoordinatorClient {
       expect: 200,
     });
     return toGrant(body, sentAt, status);
+  }
+
+  async #extendMany(
+    resources: readonly string[],
+    leaseId: string,
+    ttlMs: number,
+    signal?: AbortSignal,
+  ): Promise<MultiLeaseGrant> {
+    const { body, sentAt, status } = await this.#request({
+      method: 'POST',
+      path: `v1/leases/${encodeURIComponent(leaseId)}/extend`,
+      body: { resources, ttlMs },
+      resource: resources[0]!,
+      retry: 'on-503-and-network',
+      timeoutMs: this.#settings.requestTimeoutMs,
+      signal,
+      expect: 200,
+    });
+    return toMultiGrant(body, sentAt, status);
+  }
+
+  async #releaseMany(resources: readonly string[], leaseId: string): Promise<void> {
+    await this.#request({
+      method: 'DELETE',
+      path: `v1/leases/${encodeURIComponent(leaseId)}`,
+      body: { resources },
+      resource: resources[0]!,
+      retry: 'on-503-and-network',
+      timeoutMs: this.#settings.requestTimeoutMs,
+      expect: 204,
+    });
   }
 
   async #release(resource: string, leaseId: string): Promise<void> {
@@ -334,6 +458,48 @@ function toGrant(body: unknown, validFrom: number, status: number): LeaseGrant {
   };
 }
 
+function toMultiGrant(body: unknown, validFrom: number, status: number): MultiLeaseGrant {
+  const lease = body as Partial<MultiLeaseResponseBody> | null;
+  const malformed = (): InternalError =>
+    new InternalError(`malformed multi-resource lease in the coordinator's ${status} response`);
+  if (
+    !Array.isArray(lease?.resources) ||
+    lease.resources.length === 0 ||
+    !lease.resources.every((r) => typeof r === 'string') ||
+    typeof lease.leaseId !== 'string' ||
+    typeof lease.tokens !== 'object' ||
+    lease.tokens === null ||
+    typeof lease.ttlMs !== 'number' ||
+    typeof lease.validityMs !== 'number' ||
+    typeof lease.expiresAt !== 'string' ||
+    (lease.proofs !== undefined && (typeof lease.proofs !== 'object' || lease.proofs === null))
+  ) {
+    throw malformed();
+  }
+  const tokens = new Map<string, bigint>();
+  const proofs = lease.proofs === undefined ? undefined : new Map<string, string>();
+  for (const resource of lease.resources) {
+    // Own properties only: a resource may be called `__proto__` or `constructor`.
+    if (!Object.hasOwn(lease.tokens, resource)) throw malformed();
+    tokens.set(resource, parseToken(lease.tokens[resource], 'token'));
+    if (proofs !== undefined) {
+      const proof: unknown = Object.hasOwn(lease.proofs!, resource) ? lease.proofs![resource] : undefined;
+      if (typeof proof !== 'string' || !PROOF_PATTERN.test(proof)) throw malformed();
+      proofs.set(resource, proof);
+    }
+  }
+  return {
+    resources: [...lease.resources],
+    id: lease.leaseId,
+    tokens,
+    proofs,
+    ttlMs: lease.ttlMs,
+    validityMs: lease.validityMs,
+    expiresAt: new Date(lease.expiresAt),
+    validFrom,
+  };
+}
+
 /**
  * Extends `lease` whenever `fraction` of its validity is left. Transient failures are retried (the client
  * already retries 503s) until the validity runs out; then, or on `LeaseLostError`, `onLost` is called once.
@@ -378,6 +544,12 @@ function keepAlive(
       await loop;
     },
   };
+}
+
+function watchCallback(onLost: unknown): { onLost?: (error: LeaseLostError) => void } {
+  if (onLost === undefined) return {};
+  if (typeof onLost !== 'function') throw new InvalidRequestError('onLost must be a function');
+  return { onLost: onLost as (error: LeaseLostError) => void };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -9,4 +9,5 @@ export {
   type LockStatus,
 } from './coordinator-client.js';
 export { ClientLease } from './client-lease.js';
+export { ClientMultiLease } from './client-multi-lease.js';
 export { errorFromResponse } from './response-errors.js';

@@ -8,6 +8,7 @@ import { toErrorResponse } from './errors.js';
 import { healthRoutes } from './health-routes.js';
 import type { LeaseService, NodeErrorEvent } from './lease-service.js';
 import { lockRoutes } from './lock-routes.js';
+import { multiLeaseRoutes } from './multi-lease-routes.js';
 import { createOpenApiDocument } from './openapi.js';
 import { requestLog, routePattern, safeError } from './request-log.js';
 import { createSchemas, type RequestLimits } from './schemas.js';
@@ -109,6 +110,7 @@ export function createApp(deps: AppDeps): Express {
   app.use('/v1', auth.middleware());
   app.use('/v1', express.json({ limit: options.bodyLimitBytes, strict: true, type: 'application/json' }));
   app.use(lockRoutes({ coordinator: deps.coordinator, schemas, metrics, logger, shutdownSignal }));
+  app.use(multiLeaseRoutes({ coordinator: deps.coordinator, schemas, metrics, logger, shutdownSignal }));
 
   app.use((req, _res, next) => {
     // The message does not echo the path: on a lease route it would carry the lease id.

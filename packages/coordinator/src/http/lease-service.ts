@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { NodeErrorEvent, NodeStatus } from '../coordinator.js';
 import type { Lease } from '../lease.js';
+import type { MultiLease } from '../multi-lease.js';
 
 /**
  * The slice of the coordinator the HTTP service uses (docs/internal-api.md). Declared structurally so the
@@ -13,8 +14,16 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
     resource: string,
     options: { ttlMs: number; waitMs?: number; signal?: AbortSignal },
   ): Promise<GrantedLease>;
+  /** One lease over several resources, all or nothing (`POST /v1/leases`). */
+  acquire(
+    resources: readonly string[],
+    options: { ttlMs: number; waitMs?: number; signal?: AbortSignal },
+  ): Promise<GrantedMultiLease>;
   extend(resource: string, leaseId: string, ttlMs: number): Promise<GrantedLease>;
+  /** Every resource of a multi-resource lease; a lost one releases the set and throws LeaseLostError. */
+  extend(resources: readonly string[], leaseId: string, ttlMs: number): Promise<GrantedMultiLease>;
   release(resource: string, leaseId: string): Promise<void>;
+  release(resources: readonly string[], leaseId: string): Promise<void>;
   inspect(resource: string): Promise<{ held: boolean; token?: bigint }>;
   nodeStatus(): Promise<readonly NodeStatusView[]>;
 }
@@ -23,6 +32,12 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
 export type GrantedLease = Pick<Lease, 'resource' | 'id' | 'token' | 'ttlMs' | 'validityMs' | 'expiresAt'> & {
   readonly proof?: string | undefined;
 };
+
+/** What the service reads from a granted or extended multi-resource lease; `proofs` only when it signs. */
+export type GrantedMultiLease = Pick<
+  MultiLease,
+  'resources' | 'id' | 'tokens' | 'proofs' | 'ttlMs' | 'validityMs' | 'expiresAt'
+>;
 
 /** One node's health as the coordinator reports it (never credentials). */
 export type NodeStatusView = NodeStatus;

@@ -171,7 +171,7 @@ function sendLease(res: Response, status: 200 | 201, lease: GrantedLease): void 
   res.status(status).json(body);
 }
 
-function errorOutcome(error: unknown): string {
+export function errorOutcome(error: unknown): string {
   if (!isFencedError(error)) return 'internal';
   switch (error.code) {
     case ErrorCode.LEASE_LOST:
@@ -187,7 +187,7 @@ function errorOutcome(error: unknown): string {
   }
 }
 
-function denialReason(error: unknown): DenialReason {
+export function denialReason(error: unknown): DenialReason {
   const outcome = errorOutcome(error);
   return outcome === 'lost' ? 'internal' : (outcome as DenialReason);
 }

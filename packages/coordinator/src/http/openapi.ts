@@ -122,6 +122,71 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
           },
         },
       },
+      '/v1/leases': {
+        post: {
+          operationId: 'acquireMultiLease',
+          summary: 'Acquire one lease over several resources, all or nothing, waiting up to waitMs',
+          description:
+            'Every resource is granted, each with its own fencing token under one lease id, or none is. Resources ' +
+            'are taken in sorted order, one attempt each, and partial grants are released before any wait, so ' +
+            'overlapping requests neither deadlock nor livelock. A resource held by a single-resource lease blocks ' +
+            'it like any other holder. If the client disconnects while waiting, a lease granted afterwards is released.',
+          requestBody: { required: true, content: json('MultiAcquireRequest') },
+          responses: {
+            '201': { description: 'Granted, every resource.', content: json('MultiLeaseResponse') },
+            '400': errorRef('InvalidRequest'),
+            '401': errorRef('Unauthorized'),
+            '409': {
+              description: 'LOCKED: some resource was not granted within waitMs; nothing is held.',
+              content: json('Error'),
+            },
+            '500': errorRef('Internal'),
+            '503': errorRef('QuorumUnavailable'),
+          },
+        },
+      },
+      '/v1/leases/{leaseId}/extend': {
+        post: {
+          operationId: 'extendMultiLease',
+          summary: 'Extend every resource of a multi-resource lease: same tokens, new TTL',
+          description: 'Name the same resources as the acquire; the service keeps no state about the lease.',
+          parameters: [leaseId],
+          requestBody: { required: true, content: json('MultiExtendRequest') },
+          responses: {
+            '200': {
+              description: 'Extended; the tokens are unchanged.',
+              content: json('MultiLeaseResponse'),
+            },
+            '400': errorRef('InvalidRequest'),
+            '401': errorRef('Unauthorized'),
+            '409': {
+              description:
+                'LEASE_LOST: some resource expired or another holder took it; every resource of the lease is released.',
+              content: json('Error'),
+            },
+            '500': errorRef('Internal'),
+            '503': errorRef('QuorumUnavailable'),
+          },
+        },
+      },
+      '/v1/leases/{leaseId}': {
+        delete: {
+          operationId: 'releaseMultiLease',
+          summary: 'Release every resource of a multi-resource lease (the resources in the JSON body)',
+          description:
+            'Idempotent; compare-and-delete of every resource on every node. A 503 means a majority did not confirm ' +
+            'some resource: it expires by itself within its ttl, and the call may be repeated.',
+          parameters: [leaseId],
+          requestBody: { required: true, content: json('MultiReleaseRequest') },
+          responses: {
+            '204': { description: 'Released, or already expired.' },
+            '400': errorRef('InvalidRequest'),
+            '401': errorRef('Unauthorized'),
+            '500': errorRef('Internal'),
+            '503': errorRef('QuorumUnavailable'),
+          },
+        },
+      },
       '/healthz': {
         get: {
           operationId: 'health',

@@ -6,6 +6,7 @@ import {
   validateResourceName,
 } from '@fenced/shared';
 import { z } from 'zod';
+import { lockOrder, MAX_LEASE_RESOURCES } from '../multi-lease.js';
 
 /** Bounds the service enforces on requests; they also appear in the OpenAPI document. */
 export interface RequestLimits {
@@ -70,6 +71,33 @@ export function createSchemas(limits: RequestLimits) {
       description: `Resource name: 1 to ${MAX_RESOURCE_BYTES} bytes of UTF-8 without control characters, percent-encoded as one path segment (encodeURIComponent).`,
       examples: ['orders/42'],
     });
+  const resourceListError = `resources must be an array of 1 to ${MAX_LEASE_RESOURCES} resource names without repeats`;
+  const resources = z
+    .array(resource, { error: resourceListError })
+    .min(1, { error: resourceListError })
+    .max(MAX_LEASE_RESOURCES, { error: resourceListError })
+    .superRefine((names, ctx) => {
+      if (lockOrder(names).length !== names.length) {
+        ctx.addIssue({ code: 'custom', message: `${resourceListError}: a name appears twice` });
+      }
+    })
+    .meta({
+      description: `The resources of one lease, 1 to ${MAX_LEASE_RESOURCES}, each named as on the single-resource routes, without repeats. They are acquired all or nothing, in sorted (UTF-8 byte) order.`,
+      examples: [['acct:1', 'acct:2']],
+    });
+  const multiAcquireBody = z
+    .strictObject({ resources, ttlMs, waitMs: waitMs.optional() })
+    .meta({ examples: [{ resources: ['acct:1', 'acct:2'], ttlMs: 10_000, waitMs: 0 }] })
+    .register(components, { id: 'MultiAcquireRequest' });
+  const multiExtendBody = z
+    .strictObject({ resources, ttlMs })
+    .meta({ examples: [{ resources: ['acct:1', 'acct:2'], ttlMs: 10_000 }] })
+    .register(components, { id: 'MultiExtendRequest' });
+  const multiReleaseBody = z
+    .strictObject({ resources })
+    .meta({ examples: [{ resources: ['acct:1', 'acct:2'] }] })
+    .register(components, { id: 'MultiReleaseRequest' });
+
   const leaseId = z
     .string()
     .regex(LEASE_ID_PATTERN, { error: 'leaseId must be the base64url lease id returned by the acquire call' })
@@ -103,6 +131,27 @@ export function createSchemas(limits: RequestLimits) {
         }),
     })
     .register(components, { id: 'LeaseResponse' });
+  const multiLeaseResponse = z
+    .strictObject({
+      resources: z.array(z.string()).meta({ description: 'Every resource of the lease, sorted.' }),
+      leaseId: z
+        .string()
+        .meta({ description: 'Unguessable lease id shared by every resource: never log it.' }),
+      tokens: z
+        .record(z.string(), token)
+        .meta({ description: 'The fencing token of each resource (its own grant), by resource name.' }),
+      proofs: z
+        .record(z.string(), z.string().regex(PROOF_PATTERN))
+        .optional()
+        .meta({ description: 'The fencing proof of each resource, when the service signs leases.' }),
+      ttlMs: z.int(),
+      validityMs: z.int().min(1).meta({
+        description:
+          'How long the whole set is valid, counted from the grant: the smallest of its resources.',
+      }),
+      expiresAt: z.iso.datetime().meta({ description: 'Wall-clock estimate of the end of validity.' }),
+    })
+    .register(components, { id: 'MultiLeaseResponse' });
   const lockStatus = z
     .strictObject({ resource: z.string(), held: z.boolean(), token: token.optional() })
     .meta({ description: 'Who holds the lock, as a majority sees it. Never a lease id.' })
@@ -143,6 +192,11 @@ export function createSchemas(limits: RequestLimits) {
     resource,
     leaseId,
     leaseResponse,
+    resources,
+    multiAcquireBody,
+    multiExtendBody,
+    multiReleaseBody,
+    multiLeaseResponse,
     lockStatus,
     errorBody,
     health,
