@@ -7,7 +7,7 @@ export type {
   CoordinatorEvents,
 } from './coordinator.js';
 export type { Lease } from './lease.js';
-export { coordinatorDefaults } from './options.js';
+export { DEFAULT_COORDINATOR_OPTIONS } from './options.js';
 export type { CoordinatorOptions } from './options.js';
 export { MalformedReplyError, NodeCallError, NodeTimeoutError, TokenExhaustedError } from './errors.js';
 // The HTTP service (`server.ts` is its process entry point; `createApp` builds it without listening).

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { InvalidRequestError } from '@fenced/shared';
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { MigrationError } from './db/postgres-errors.js';
-import { GUARDED_STORE_DEFAULTS, SCHEMA_NAME } from './options.js';
+import { DEFAULT_GUARDED_STORE_OPTIONS, SCHEMA_NAME } from './options.js';
 
 /** Folder of the store's append-only migrations: `migrations/NNNN_description.sql` in the package. */
 export const STORE_MIGRATIONS_FOLDER = fileURLToPath(new URL('../migrations/', import.meta.url));
@@ -79,7 +79,7 @@ export interface SqlMigrationSet {
  * @throws MigrationError with the migrator's error as `cause`.
  */
 export async function migrate<DB>(db: Kysely<DB>, options: MigrateOptions = {}): Promise<MigrationReport> {
-  const schema = options.schema ?? GUARDED_STORE_DEFAULTS.schema;
+  const schema = options.schema ?? DEFAULT_GUARDED_STORE_OPTIONS.schema;
   return runSqlMigrations(db, {
     folder: STORE_MIGRATIONS_FOLDER,
     schema,

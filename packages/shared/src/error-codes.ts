@@ -17,14 +17,22 @@ export const ErrorCode = {
   STALE_TOKEN: 'STALE_TOKEN',
   /** A guarded write carried no fencing token. */
   MISSING_TOKEN: 'MISSING_TOKEN',
+  /**
+   * The client could not reach the service (connection refused, timed out, network failure). Raised by
+   * clients only; never sent by a server.
+   */
+  SERVICE_UNREACHABLE: 'SERVICE_UNREACHABLE',
   /** Anything unexpected; the details stay in the server log. */
   INTERNAL: 'INTERNAL',
 } as const;
 
+/** One of the stable error codes of {@link ErrorCode}. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/** Every error code, for exhaustive tables and tests. */
 export const ERROR_CODES: readonly ErrorCode[] = Object.freeze(Object.values(ErrorCode));
 
+/** Whether `value` is one of the {@link ERROR_CODES} (for example a code read from an error body). */
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && (ERROR_CODES as readonly string[]).includes(value);
 }

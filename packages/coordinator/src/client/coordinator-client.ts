@@ -2,7 +2,7 @@ import {
   ErrorCode,
   InternalError,
   LeaseLostError,
-  QuorumUnavailableError,
+  ServiceUnreachableError,
   isFencedError,
   parseToken,
   validateResourceName,
@@ -111,8 +111,10 @@ export class CoordinatorClient {
 
   /**
    * Acquires a lease, letting the server wait up to `waitMs` for it.
-   * @throws LockedError when it was not granted within `waitMs`; QuorumUnavailableError when no majority
-   *   could decide (after the retries); InvalidRequestError, UnauthorizedError.
+   * @throws LockedError when it was not granted within `waitMs`; QuorumUnavailableError when the service
+   *   is up but no majority of its nodes could decide (after the retries); ServiceUnreachableError when the
+   *   service itself could not be reached (connection refused, timed out); InvalidRequestError,
+   *   UnauthorizedError.
    */
   async acquire(resource: string, options: AcquireOptions): Promise<ClientLease> {
     validateResourceName(resource);
@@ -256,18 +258,18 @@ export class CoordinatorClient {
         });
       } catch (error) {
         if (call.signal?.aborted) throw call.signal.reason;
-        const unreachable = new QuorumUnavailableError(
-          timeout.aborted
-            ? `the coordinator did not answer within ${call.timeoutMs} ms`
-            : 'could not reach the coordinator service',
-          [],
-          { cause: error },
-        );
         if (call.retry === 'on-503-and-network' && attempt < this.#settings.maxAttempts) {
           await this.#backoff(attempt, call.signal);
           continue;
         }
-        throw unreachable;
+        const reason = timeout.aborted ? `timed out after ${call.timeoutMs} ms` : networkFailure(error);
+        throw new ServiceUnreachableError(
+          `could not reach the coordinator service at ${this.#base.origin}: ${reason}` +
+            ` (${attempt === 1 ? '1 attempt' : `${attempt} attempts`}); is it running, and is baseUrl right?`,
+          this.#base.origin,
+          attempt,
+          { cause: error },
+        );
       }
       const receivedAt = performance.now();
       const body = await readBody(response);
@@ -375,6 +377,42 @@ function keepAlive(
       await loop;
     },
   };
+}
+
+/** Socket error codes, as fetch (undici) reports them in its error's `cause` chain, in words. */
+const NETWORK_FAILURES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connect timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
+  UND_ERR_SOCKET: 'connection closed',
+  EPIPE: 'connection closed',
+};
+
+/** What went wrong with a fetch that threw: the socket error code in words, else the innermost message. */
+function networkFailure(error: unknown): string {
+  let innermost = 'network error';
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [error];
+  while (queue.length > 0) {
+    const current = queue.shift();
+    if (typeof current !== 'object' || current === null || seen.has(current)) continue;
+    seen.add(current);
+    const { code, message, cause, errors } = current as {
+      code?: unknown;
+      message?: unknown;
+      cause?: unknown;
+      errors?: unknown;
+    };
+    if (typeof code === 'string' && code in NETWORK_FAILURES) return `${NETWORK_FAILURES[code]} (${code})`;
+    if (typeof message === 'string' && message !== '' && message !== 'fetch failed') innermost = message;
+    queue.push(cause, ...(Array.isArray(errors) ? (errors as unknown[]) : []));
+  }
+  return innermost;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler } from 'express';
-import { sendHttpError, toHttpError } from './http-errors.js';
+import { sendHttpError, storeHttpError } from './http-errors.js';
 
 /** Options of {@link fencedErrorHandler}. */
 export interface FencedErrorHandlerOptions {
@@ -21,7 +21,7 @@ export function fencedErrorHandler(options: FencedErrorHandlerOptions = {}): Err
       next(error);
       return;
     }
-    const answer = toHttpError(error);
+    const answer = storeHttpError(error);
     if (answer.unexpected) options.logger?.error({ err: error }, 'request failed');
     sendHttpError(res, answer);
   };
