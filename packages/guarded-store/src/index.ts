@@ -22,7 +22,7 @@ export {
   classifyPostgresError,
   isTransientStorageError,
 } from './db/postgres-errors.js';
-export { migrate, runSqlMigrations, SqlFileMigrationProvider, STORE_MIGRATIONS_FOLDER } from './migrate.js';
+export { migrate, runSqlMigrations, STORE_MIGRATIONS_FOLDER } from './migrate.js';
 export type { MigrateOptions, MigrationReport, SqlMigrationSet } from './migrate.js';
 export { fencedWrites, guardedWrite } from './middleware/fenced-writes.js';
 export type { FencedWritesOptions, GuardedWrite } from './middleware/fenced-writes.js';

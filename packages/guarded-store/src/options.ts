@@ -7,7 +7,7 @@ export type GuardIsolationLevel = 'read committed' | 'repeatable read' | 'serial
 export interface GuardedStoreOptions {
   /**
    * Schema of the store's own tables: `fence`, `fence_operation` and the migration bookkeeping
-   * (`fenced_migration`, `fenced_migration_lock`). A lower-case SQL identifier.
+   * (`fenced_migration`). A lower-case SQL identifier.
    * @defaultValue 'public'
    */
   schema?: string;
