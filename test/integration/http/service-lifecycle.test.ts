@@ -10,7 +10,9 @@ import {
   type TestService,
 } from './service-harness.js';
 
-const SERVER_ENTRY = fileURLToPath(new URL('../../../packages/coordinator/src/server.ts', import.meta.url));
+const SERVER_ENTRY = fileURLToPath(
+  new URL('../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),
+);
 
 describe('coordinator service: disconnects during a wait, graceful shutdown, the entry point', () => {
   let redis: RedisNodes;
