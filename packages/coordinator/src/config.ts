@@ -2,10 +2,18 @@ import { describeValue, InvalidRequestError } from '@fenced/shared';
 import { z } from 'zod';
 import { DEFAULT_APP_OPTIONS, type HealthAuth } from './http/app.js';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
 /** A pino log level, or `silent`. */
-export type LogLevel = (typeof LOG_LEVELS)[number];
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+const LOG_LEVELS = [
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+] as const satisfies readonly LogLevel[];
 
 /** The coordinator service's process configuration, read once from the environment at start-up. */
 export interface ServiceConfig {

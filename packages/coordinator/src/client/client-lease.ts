@@ -37,6 +37,7 @@ export class ClientLease implements FencedLease, AsyncDisposable {
     this.#grant = grant;
   }
 
+  /** The resource this lease is for. */
   get resource(): string {
     return this.#grant.resource;
   }
@@ -48,6 +49,7 @@ export class ClientLease implements FencedLease, AsyncDisposable {
   get token(): bigint {
     return this.#grant.token;
   }
+  /** The ttl of the last grant or extension, in milliseconds. */
   get ttlMs(): number {
     return this.#grant.ttlMs;
   }
@@ -59,6 +61,7 @@ export class ClientLease implements FencedLease, AsyncDisposable {
   get expiresAt(): Date {
     return this.#grant.expiresAt;
   }
+  /** Whether `release()` has completed (an `await using` block's end releases too). */
   get released(): boolean {
     return this.#released !== undefined;
   }
@@ -88,10 +91,12 @@ export class ClientLease implements FencedLease, AsyncDisposable {
     return this.#released;
   }
 
+  /** Releases the lease at the end of an `await using` block. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
 
+  /** The lease without its id (the capability to extend or release), for logs and JSON. */
   toJSON(): { resource: string; token: string; ttlMs: number; validityMs: number; expiresAt: string } {
     return {
       resource: this.resource,

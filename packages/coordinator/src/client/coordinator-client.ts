@@ -12,6 +12,7 @@ import {
 import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
 import { errorFromResponse } from './response-errors.js';
 
+/** Options of {@link CoordinatorClient}. */
 export interface CoordinatorClientOptions {
   /** Base URL of the service, e.g. `http://coordinator:8080`. */
   baseUrl: string | URL;
@@ -45,6 +46,7 @@ export interface CoordinatorClientOptions {
   requestTimeoutMs?: number;
 }
 
+/** Defaults of the {@link CoordinatorClientOptions} that have one. */
 export const DEFAULT_CLIENT_OPTIONS = Object.freeze({
   maxAttempts: 4,
   retryBaseDelayMs: 100,
@@ -52,6 +54,7 @@ export const DEFAULT_CLIENT_OPTIONS = Object.freeze({
   requestTimeoutMs: 10_000,
 } satisfies Required<Omit<CoordinatorClientOptions, 'baseUrl' | 'apiKey' | 'fetch'>>);
 
+/** Options of {@link CoordinatorClient.acquire}. */
 export interface AcquireOptions {
   ttlMs: number;
   /** How long the server may wait for the lock. @defaultValue 0 */
@@ -60,6 +63,7 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link CoordinatorClient.using}. */
 export interface UsingOptions extends AcquireOptions {
   /**
    * Extend when this fraction of the validity is left. Smaller leaves fewer extensions but less room for a

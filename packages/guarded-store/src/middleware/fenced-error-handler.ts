@@ -7,7 +7,10 @@ export interface FencedErrorHandlerOptions {
    * Where unexpected errors (500s) are logged, e.g. a pino logger. Expected ones (409, 400, 503) are not.
    * @defaultValue undefined (not logged)
    */
-  logger?: { error: (details: { err: unknown }, message: string) => void };
+  logger?: {
+    /** Called once per unexpected error, with the error as `err` (pino's convention). */
+    error: (details: { err: unknown }, message: string) => void;
+  };
 }
 
 /**
