@@ -41,4 +41,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=5 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.FENCED_PORT||process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # SIGTERM goes straight to node (exec form, no shell): the server drains in-flight requests and exits.
-CMD ["node", "packages/coordinator/dist/server.js"]
+CMD ["node", "packages/coordinator/dist/bin/fenced-coordinator.js"]

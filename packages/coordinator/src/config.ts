@@ -1,10 +1,21 @@
 import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { InvalidRequestError, KEY_ID_PATTERN, ed25519PrivateKey } from '@fenced/shared';
+import { describeValue, ed25519PrivateKey, InvalidRequestError, KEY_ID_PATTERN } from '@fenced/shared';
 import { z } from 'zod';
 import { DEFAULT_APP_OPTIONS, type HealthAuth } from './http/app.js';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** A pino log level, or `silent`. */
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+const LOG_LEVELS = [
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+] as const satisfies readonly LogLevel[];
 
 /** The coordinator service's process configuration, read once from the environment at start-up. */
 export interface ServiceConfig {
@@ -38,7 +49,7 @@ export interface ServiceConfig {
    */
   readonly tokenRetentionMs: number | undefined;
   /** `FENCED_LOG_LEVEL`. */
-  readonly logLevel: (typeof LOG_LEVELS)[number];
+  readonly logLevel: LogLevel;
   /** `FENCED_SHUTDOWN_GRACE_MS`: how long in-flight requests may finish after SIGTERM/SIGINT. */
   readonly shutdownGraceMs: number;
   /**
@@ -188,7 +199,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     const problems = parsed.error.issues.map((issue) => {
       const variable = String(issue.path[0] ?? 'environment');
       const got =
-        SECRET_VARIABLES.has(variable) || env[variable] === undefined ? '' : ` (got "${env[variable]}")`;
+        SECRET_VARIABLES.has(variable) || env[variable] === undefined
+          ? ''
+          : `, got ${describeValue(env[variable])}`;
       return `${variable} ${issue.message}${got}`;
     });
     throw new InvalidRequestError(`invalid configuration: ${[...new Set(problems)].join('; ')}`);

@@ -1,3 +1,5 @@
+// `@fenced/coordinator`: the library. It loads ioredis and `@fenced/shared`, nothing of the HTTP service
+// (`@fenced/coordinator/service`) or its client (`@fenced/coordinator/client`).
 export { Coordinator } from './coordinator.js';
 export type {
   AcquireOptions,
@@ -10,8 +12,8 @@ export type { Lease } from './lease.js';
 export type { MultiLease } from './multi-lease.js';
 export { MAX_LEASE_RESOURCES } from './multi-lease.js';
 export type { SigningKey } from './signing/lease-signer.js';
-export { coordinatorDefaults } from './options.js';
-export type { CoordinatorOptions } from './options.js';
+export { DEFAULT_COORDINATOR_OPTIONS } from './options.js';
+export type { CoordinatorOptions, CoordinatorSettings } from './options.js';
 export {
   CoordinatorClosedError,
   MalformedReplyError,
@@ -21,12 +23,3 @@ export {
   UnsafeNodeError,
 } from './errors.js';
 export type { UnsafeNode } from './errors.js';
-// The HTTP service (`server.ts` is its process entry point; `createApp` builds it without listening).
-export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
-export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';
-export type { LeaseService } from './http/lease-service.js';
-export { createServiceLogger } from './http/service-logger.js';
-export { loadConfig, DEFAULT_SERVICE_CONFIG } from './config.js';
-export type { ServiceConfig } from './config.js';
-export { startServer } from './server.js';
-export type { RunningServer } from './server.js';

@@ -1,5 +1,13 @@
 import type { Redis } from 'ioredis';
-import { InvalidRequestError } from '@fenced/shared';
+import {
+  assertBoolean,
+  assertInteger,
+  assertMatches,
+  assertNumber,
+  InvalidRequestError,
+  mergeOptions,
+  type NumberRange,
+} from '@fenced/shared';
 import { driftMs } from './redlock/validity.js';
 import type { SigningKey } from './signing/lease-signer.js';
 
@@ -78,11 +86,11 @@ export interface CoordinatorOptions {
   signingKey?: SigningKey;
 }
 
-/** The resolved options; the signing key is not among them (it stays inside the coordinator's signer). */
+/** The resolved options (every option but `nodes`, defaults filled in); the signing key is not among them (it stays inside the coordinator's signer). */
 export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes' | 'signingKey'>>;
 
-/** The one set of defaults; `nodes` has none, and `tokenRetentionMs` follows `maxTtlMs` (twice it). */
-export const coordinatorDefaults = Object.freeze({
+/** Defaults of every {@link CoordinatorOptions} option but `nodes` (none) and `tokenRetentionMs` (twice `maxTtlMs`). */
+export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
   keyPrefix: 'fenced',
   driftFactor: 0.01,
   nodeTimeoutMs: 1_000,
@@ -100,48 +108,39 @@ export const MAX_TIMER_MS = 2_147_483_647;
 const KEY_PREFIX = /^[^\s{}\u0000-\u001f\u007f-\u009f]{1,64}$/u; // eslint-disable-line no-control-regex
 
 /**
- * Merges options over {@link coordinatorDefaults}, validates them and returns a frozen copy.
- * @throws InvalidRequestError naming the option and what is allowed.
+ * Merges options over {@link DEFAULT_COORDINATOR_OPTIONS}, validates them and returns a frozen copy.
+ * @throws InvalidRequestError naming the option, what is allowed and the value given.
  */
 export function resolveOptions(options: CoordinatorOptions): Readonly<CoordinatorSettings> {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidRequestError('options must be an object with at least `nodes`');
-  }
-  const defined = Object.fromEntries(
-    Object.entries(options).filter(
-      ([key, value]) => key !== 'nodes' && key !== 'signingKey' && value !== undefined,
-    ),
-  ) as Partial<CoordinatorSettings>;
-  const known = new Set([...Object.keys(coordinatorDefaults), 'tokenRetentionMs', 'nodes', 'signingKey']);
-  for (const key of Object.keys(options)) {
-    if (!known.has(key)) throw new InvalidRequestError(`unknown coordinator option '${key}'`);
-  }
-  const merged = { ...coordinatorDefaults, ...defined };
+  const merged = mergeOptions('coordinator', DEFAULT_COORDINATOR_OPTIONS, options, [
+    'nodes',
+    'signingKey',
+    'tokenRetentionMs',
+  ]);
+  const maxTtlMs = integer('maxTtlMs', merged.maxTtlMs, { min: 1, max: MAX_TIMER_MS });
   const settings: CoordinatorSettings = {
-    ...merged,
-    tokenRetentionMs:
-      merged.tokenRetentionMs ??
-      (typeof merged.maxTtlMs === 'number' ? Math.min(2 * merged.maxTtlMs, MAX_TIMER_MS) : Number.NaN),
+    keyPrefix: assertMatches(
+      'keyPrefix',
+      merged.keyPrefix,
+      KEY_PREFIX,
+      '1 to 64 characters without braces, whitespace or control characters',
+    ),
+    driftFactor: assertNumber('driftFactor', merged.driftFactor, { min: 0, max: 0.5 }),
+    nodeTimeoutMs: integer('nodeTimeoutMs', merged.nodeTimeoutMs, { min: 1, max: 60_000 }),
+    retryDelayMs: integer('retryDelayMs', merged.retryDelayMs, { min: 0, max: MAX_TIMER_MS }),
+    retryJitterMs: integer('retryJitterMs', merged.retryJitterMs, { min: 0, max: MAX_TIMER_MS }),
+    minValidityMs: integer('minValidityMs', merged.minValidityMs, { min: 0, max: MAX_TIMER_MS }),
+    maxTtlMs,
+    tokenRetentionMs: integer(
+      'tokenRetentionMs',
+      merged.tokenRetentionMs ?? Math.min(2 * maxTtlMs, MAX_TIMER_MS),
+      { min: maxTtlMs, max: MAX_TIMER_MS },
+    ),
+    unsafeAllowUnsafeNodes: assertBoolean('unsafeAllowUnsafeNodes', merged.unsafeAllowUnsafeNodes),
   };
-
-  if (typeof settings.keyPrefix !== 'string' || !KEY_PREFIX.test(settings.keyPrefix)) {
-    throw new InvalidRequestError(
-      'keyPrefix must be 1 to 64 characters without braces, whitespace or control characters',
-    );
-  }
-  number('driftFactor', settings.driftFactor, { min: 0, max: 0.5 });
-  integer('nodeTimeoutMs', settings.nodeTimeoutMs, { min: 1, max: 60_000 });
-  integer('retryDelayMs', settings.retryDelayMs, { min: 0, max: MAX_TIMER_MS });
-  integer('retryJitterMs', settings.retryJitterMs, { min: 0, max: MAX_TIMER_MS });
-  integer('minValidityMs', settings.minValidityMs, { min: 0, max: MAX_TIMER_MS });
-  integer('maxTtlMs', settings.maxTtlMs, { min: 1, max: MAX_TIMER_MS });
-  integer('tokenRetentionMs', settings.tokenRetentionMs, { min: settings.maxTtlMs, max: MAX_TIMER_MS });
-  if (typeof settings.unsafeAllowUnsafeNodes !== 'boolean') {
-    throw new InvalidRequestError('unsafeAllowUnsafeNodes must be true or false');
-  }
   if (settings.maxTtlMs < smallestUsableTtlMs(settings)) {
     throw new InvalidRequestError(
-      `maxTtlMs must be at least ${smallestUsableTtlMs(settings)}: a smaller ttl leaves no validity above minValidityMs after drift`,
+      `maxTtlMs must be at least ${smallestUsableTtlMs(settings)}: a smaller ttl leaves no validity above minValidityMs after drift, got ${settings.maxTtlMs}`,
     );
   }
   return Object.freeze(settings);
@@ -160,18 +159,10 @@ export function smallestUsableTtlMs(
   return ttl;
 }
 
-function number(name: string, value: unknown, range: { min: number; max: number }): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < range.min || value > range.max) {
-    throw new InvalidRequestError(`${name} must be a number from ${range.min} to ${range.max}`);
-  }
-}
-
-/** @throws InvalidRequestError unless `value` is an integer within the range. */
-export function integer(name: string, value: unknown, range: { min: number; max: number }): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < range.min || value > range.max) {
-    throw new InvalidRequestError(
-      `${name} must be an integer from ${range.min} to ${range.max}, got ${String(value)}`,
-    );
-  }
-  return value;
+/**
+ * @returns `value` when it is an integer within the range.
+ * @throws InvalidRequestError `<name> must be an integer from <min> to <max>, got <value (type)>`.
+ */
+export function integer(name: string, value: unknown, range: NumberRange): number {
+  return assertInteger(name, value, range);
 }

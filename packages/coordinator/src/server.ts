@@ -1,10 +1,8 @@
-#!/usr/bin/env node
-// The coordinator service's entry point (`npm start`, `fenced-coordinator`). The only module that reads the
-// environment, listens on a port and handles signals; everything else is `createApp` and the library.
-import { realpathSync } from 'node:fs';
+// The coordinator service as a process: `startServer` listens, `main` reads the environment and handles
+// signals. The only module that touches ports, signals and `process.env`; it runs nothing on import (the
+// `fenced-coordinator` command, `bin/fenced-coordinator.ts`, calls `main`).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loadConfig, type ServiceConfig } from './config.js';
@@ -14,10 +12,13 @@ import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
 import { createServiceLogger } from './http/service-logger.js';
 
+/** A service started by {@link startServer}. */
 export interface RunningServer {
   /** `http://host:port` the server listens on. */
   readonly url: string;
+  /** The port it listens on (the one the system picked when the configuration asked for 0). */
   readonly port: number;
+  /** The service's coordinator: closed by `close()`. */
   readonly coordinator: Coordinator;
   /**
    * Graceful shutdown: stop accepting connections, end waiting acquires (503), let in-flight requests finish
@@ -26,10 +27,26 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Starts the service described by `config`; resolves once it listens and the Redis nodes passed their checks. */
+/** Options of {@link startServer}. */
+export interface StartServerOptions {
+  /** @defaultValue a {@link createServiceLogger} logger at `config.logLevel` */
+  logger?: Logger;
+  /**
+   * Whether `/metrics` includes prom-client's process metrics (CPU, memory, event loop lag). Turn it off when
+   * several services share a process.
+   * @defaultValue true
+   */
+  collectProcessMetrics?: boolean;
+}
+
+/**
+ * Starts the service described by `config`; resolves once it listens and a quorum of the Redis nodes passed
+ * their checks (waiting up to `config.startupTimeoutMs`).
+ * @throws the coordinator's error (naming every node's problem) when no quorum became ready in time.
+ */
 export async function startServer(
   config: ServiceConfig,
-  options: { logger?: Logger; collectProcessMetrics?: boolean } = {},
+  options: StartServerOptions = {},
 ): Promise<RunningServer> {
   const logger = options.logger ?? createServiceLogger({ level: config.logLevel });
   const coordinator = new Coordinator({
@@ -142,7 +159,12 @@ async function untilReady(coordinator: Coordinator, timeoutMs: number, logger: L
   }
 }
 
-async function main(): Promise<void> {
+/**
+ * The `fenced-coordinator` command: reads the configuration from `process.env` (exit code 2, naming the
+ * variable, when it is invalid), starts the service (exit code 1 when it cannot), and shuts it down gracefully
+ * on the first SIGTERM or SIGINT (at once on the second).
+ */
+export async function main(): Promise<void> {
   let config: ServiceConfig;
   try {
     config = loadConfig(process.env);
@@ -188,15 +210,3 @@ async function main(): Promise<void> {
   }
   if (stopping) shutdown(running);
 }
-
-function isEntryPoint(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) await main();

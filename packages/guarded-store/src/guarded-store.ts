@@ -7,7 +7,7 @@ import {
 } from '@fenced/shared';
 import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
 import { guardTransactionDatabase, storeStatement } from './db/guard-driver.js';
-import { classifyPostgresError } from './db/postgres-errors.js';
+import { classifyPostgresError, MigrationMissingError, SqlState, sqlstateOf } from './db/postgres-errors.js';
 import { normalizeFences, validateOpId, type FenceTarget, type NormalizedFence } from './fence.js';
 import { LiteralFenceStatements, parameterizedFenceStatement } from './fence-statement.js';
 import type { JsonCompatible, JsonValue } from './json.js';
@@ -151,6 +151,7 @@ export class GuardedStore<DB> {
    *
    * @throws StaleTokenError fenced off; nothing was written.
    * @throws InvalidProofError (verification on) a missing or invalid proof; nothing was sent to Postgres.
+   * @throws MigrationMissingError the store's tables do not exist in its schema: call `migrate()` first.
    * @throws InvalidRequestError a bad resource, token, lease id or op id; nothing was sent to Postgres.
    * @throws StorageError subclasses for classified Postgres failures (lock timeout, deadlock, lost connection …);
    *   other errors, the callback's own included, propagate unchanged after the rollback.
@@ -270,9 +271,11 @@ export class GuardedStore<DB> {
   async fenceOf(resource: string): Promise<FenceState | undefined> {
     validateResourceName(resource);
     try {
-      const { rows } = await sql<{ token: string; updated_at: Date }>`
+      const { rows } = await this.#ownStatement(() =>
+        sql<{ token: string; updated_at: Date }>`
         select token::text as token, updated_at from ${this.#fenceTable} where resource = ${resource}`.execute(
-        this.#db,
+          this.#db,
+        ),
       );
       const row = rows[0];
       return row === undefined
@@ -333,11 +336,27 @@ export class GuardedStore<DB> {
    * @returns the resources whose fence was raised (or re-entered by the same lease).
    */
   async #raiseFences(trx: Transaction<DB>, fences: readonly NormalizedFence[]): Promise<Set<string>> {
-    const { rows: raised } =
+    const { rows: raised } = await this.#ownStatement(() =>
       this.#literalFences === undefined
-        ? await parameterizedFenceStatement(this.options.schema, fences, this.options).execute(trx)
-        : await trx.executeQuery(storeStatement<{ resource: string }>(this.#literalFences.statement(fences)));
+        ? parameterizedFenceStatement(this.options.schema, fences, this.options).execute(trx)
+        : trx.executeQuery(storeStatement<{ resource: string }>(this.#literalFences.statement(fences))),
+    );
     return new Set(raised.map((row) => row.resource));
+  }
+
+  /**
+   * Runs one of the store's own statements (never the caller's): a missing table there means the migrations
+   * did not run in this schema, and the error says so instead of `relation "…fence" does not exist`.
+   */
+  async #ownStatement<R>(statement: () => Promise<R>): Promise<R> {
+    try {
+      return await statement();
+    } catch (error) {
+      if (sqlstateOf(error) === SqlState.UNDEFINED_TABLE) {
+        throw new MigrationMissingError(this.options.schema, { cause: error });
+      }
+      throw error;
+    }
   }
 
   /** Reads the current tokens (a new statement: it sees what the holders we waited for committed). */
@@ -350,7 +369,9 @@ export class GuardedStore<DB> {
     const { rows } = await sql<{ token: string }>`
       select token::text as token from ${this.#fenceTable} where resource = ${stale.resource}`.execute(trx);
     const current = rows[0] === undefined ? 0n : BigInt(rows[0].token);
-    return new StaleTokenError(stale.resource, stale.token, current);
+    return new StaleTokenError(stale.resource, stale.token, current, {
+      namedLease: stale.leaseIdHash !== null,
+    });
   }
 
   async #findOperation(
@@ -358,10 +379,12 @@ export class GuardedStore<DB> {
     fences: readonly NormalizedFence[],
     opId: string,
   ): Promise<{ result: JsonValue | undefined } | undefined> {
-    const { rows } = await sql<{ result: string | null }>`
+    const { rows } = await this.#ownStatement(() =>
+      sql<{ result: string | null }>`
       select result::text as result from ${this.#operationTable}
        where op_id = ${opId} and resource = any(${fences.map((f) => f.resource)}::text[])
-       limit 1`.execute(trx);
+       limit 1`.execute(trx),
+    );
     const row = rows[0];
     if (row === undefined) return undefined;
     return { result: row.result === null ? undefined : (JSON.parse(row.result) as JsonValue) };
@@ -375,11 +398,13 @@ export class GuardedStore<DB> {
     value: unknown,
   ): Promise<void> {
     const json = value === undefined ? null : JSON.stringify(value);
-    await sql`
+    await this.#ownStatement(() =>
+      sql`
       insert into ${this.#operationTable} (resource, op_id, token, result)
       select r.resource, ${opId}, r.token, ${json}::json
         from unnest(${fences.map((f) => f.resource)}::text[], ${fences.map((f) => formatToken(f.token))}::bigint[])
-             as r (resource, token)`.execute(trx);
+             as r (resource, token)`.execute(trx),
+    );
   }
 }
 

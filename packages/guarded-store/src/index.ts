@@ -8,9 +8,9 @@ export type {
 } from './guarded-store.js';
 export type { Fence, FenceLike, FenceTarget } from './fence.js';
 export type { JsonValue, JsonCompatible } from './json.js';
-export { GUARDED_STORE_DEFAULTS, resolveGuardedStoreOptions } from './options.js';
+export { DEFAULT_GUARDED_STORE_OPTIONS, resolveGuardedStoreOptions } from './options.js';
 export type { GuardedStoreOptions, GuardIsolationLevel, ResolvedGuardedStoreOptions } from './options.js';
-export { createDatabase, DATABASE_DEFAULTS } from './db/create-database.js';
+export { createDatabase, DEFAULT_DATABASE_OPTIONS } from './db/create-database.js';
 export type { DatabaseOptions } from './db/create-database.js';
 export {
   SqlState,
@@ -23,14 +23,14 @@ export {
   ConnectionLostError,
   ReadOnlyTransactionError,
   TransactionAbortedError,
+  MigrationMissingError,
   MigrationError,
   classifyPostgresError,
+  isTransientStorageError,
 } from './db/postgres-errors.js';
-export { migrate, runSqlMigrations, SqlFileMigrationProvider, STORE_MIGRATIONS_FOLDER } from './migrate.js';
+export { migrate, runSqlMigrations, STORE_MIGRATIONS_FOLDER } from './migrate.js';
 export type { MigrateOptions, MigrationReport, SqlMigrationSet } from './migrate.js';
 export { fencedWrites, guardedWrite } from './middleware/fenced-writes.js';
 export type { FencedWritesOptions, GuardedWrite } from './middleware/fenced-writes.js';
 export { fencedErrorHandler } from './middleware/fenced-error-handler.js';
 export type { FencedErrorHandlerOptions } from './middleware/fenced-error-handler.js';
-export { toHttpError } from './middleware/http-errors.js';
-export type { HttpError } from './middleware/http-errors.js';

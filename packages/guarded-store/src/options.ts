@@ -1,6 +1,13 @@
 import type { KeyObject } from 'node:crypto';
-import { InvalidRequestError, ed25519PublicKey, validateKeyId } from '@fenced/shared';
-import { z } from 'zod';
+import {
+  assertInteger,
+  assertMatches,
+  assertOneOf,
+  ed25519PublicKey,
+  InvalidRequestError,
+  mergeOptions,
+  validateKeyId,
+} from '@fenced/shared';
 
 /** Isolation level of guarded transactions. The guard itself is correct under each of them (see run()). */
 export type GuardIsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
@@ -9,7 +16,7 @@ export type GuardIsolationLevel = 'read committed' | 'repeatable read' | 'serial
 export interface GuardedStoreOptions {
   /**
    * Schema of the store's own tables: `fence`, `fence_operation` and the migration bookkeeping
-   * (`fenced_migration`, `fenced_migration_lock`). A lower-case SQL identifier.
+   * (`fenced_migration`). A lower-case SQL identifier.
    * @defaultValue 'public'
    */
   schema?: string;
@@ -53,7 +60,8 @@ export interface GuardedStoreOptions {
   proofCacheSize?: number;
 }
 
-export const GUARDED_STORE_DEFAULTS = Object.freeze({
+/** Defaults of {@link GuardedStoreOptions}. */
+export const DEFAULT_GUARDED_STORE_OPTIONS = Object.freeze({
   schema: 'public',
   lockTimeoutMs: 10_000,
   idleInTransactionTimeoutMs: 5_000,
@@ -74,48 +82,30 @@ export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Postgres keeps timeouts in a signed 32-bit count of milliseconds. */
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
-const timeoutMs = (name: string) =>
-  z
-    .number({ error: `${name} must be a number of milliseconds` })
-    .int({ error: `${name} must be a whole number of milliseconds` })
-    .min(0, { error: `${name} must be 0 (off) or more` })
-    .max(MAX_TIMEOUT_MS, { error: `${name} must be at most ${MAX_TIMEOUT_MS}` });
+/** What {@link SCHEMA_NAME} allows, in words. */
+export const SCHEMA_NAME_RULE = 'a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)';
 
-const optionsSchema = z.strictObject(
-  {
-    schema: z.string({ error: 'schema must be a string' }).regex(SCHEMA_NAME, {
-      error: 'schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, ≤ 63 bytes)',
-    }),
-    lockTimeoutMs: timeoutMs('lockTimeoutMs'),
-    idleInTransactionTimeoutMs: timeoutMs('idleInTransactionTimeoutMs'),
-    isolationLevel: z.enum(['read committed', 'repeatable read', 'serializable'], {
-      error: "isolationLevel must be 'read committed', 'repeatable read' or 'serializable'",
-    }),
-    proofCacheSize: z
-      .number({ error: 'proofCacheSize must be a number of entries' })
-      .int({ error: 'proofCacheSize must be a whole number of entries' })
-      .min(0, { error: 'proofCacheSize must be 0 (no cache) or more' })
-      .max(10_000_000, { error: 'proofCacheSize must be at most 10000000' }),
-    // Checked by verifyKeysOf: zod cannot say what a KeyObject is.
-    verifyKeys: z.unknown().optional(),
-  },
-  {
-    error: (issue) =>
-      issue.code === 'unrecognized_keys' ? `unknown option ${issue.keys.join(', ')}` : undefined,
-  },
-);
+const ISOLATION_LEVELS = ['read committed', 'repeatable read', 'serializable'] as const;
 
 /**
- * Merges `options` over {@link GUARDED_STORE_DEFAULTS}, validates and freezes the result.
- * @throws InvalidRequestError naming the first bad option.
+ * Merges `options` over {@link DEFAULT_GUARDED_STORE_OPTIONS}, validates and freezes the result.
+ * @throws InvalidRequestError naming the first bad option, what it allows and the value given.
  */
 export function resolveGuardedStoreOptions(options: GuardedStoreOptions = {}): ResolvedGuardedStoreOptions {
-  const defined = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
-  const parsed = optionsSchema.safeParse({ ...GUARDED_STORE_DEFAULTS, ...defined });
-  if (!parsed.success) {
-    throw new InvalidRequestError(parsed.error.issues[0]?.message ?? 'invalid guarded store options');
-  }
-  return Object.freeze({ ...parsed.data, verifyKeys: verifyKeysOf(parsed.data.verifyKeys) });
+  const merged = mergeOptions('guarded store', DEFAULT_GUARDED_STORE_OPTIONS, options, ['verifyKeys']);
+  const timeout = { min: 0, max: MAX_TIMEOUT_MS };
+  return Object.freeze({
+    schema: assertMatches('schema', merged.schema, SCHEMA_NAME, SCHEMA_NAME_RULE),
+    lockTimeoutMs: assertInteger('lockTimeoutMs', merged.lockTimeoutMs, timeout),
+    idleInTransactionTimeoutMs: assertInteger(
+      'idleInTransactionTimeoutMs',
+      merged.idleInTransactionTimeoutMs,
+      timeout,
+    ),
+    isolationLevel: assertOneOf('isolationLevel', merged.isolationLevel, ISOLATION_LEVELS),
+    proofCacheSize: assertInteger('proofCacheSize', merged.proofCacheSize, { min: 0, max: 10_000_000 }),
+    verifyKeys: verifyKeysOf(merged.verifyKeys),
+  });
 }
 
 /**

@@ -22,14 +22,22 @@ export const ErrorCode = {
    * its resource, token and lease (DESIGN §4b). Refused before the fence row is touched.
    */
   INVALID_PROOF: 'INVALID_PROOF',
+  /**
+   * The client could not reach the service (connection refused, timed out, network failure). Raised by
+   * clients only; never sent by a server.
+   */
+  SERVICE_UNREACHABLE: 'SERVICE_UNREACHABLE',
   /** Anything unexpected; the details stay in the server log. */
   INTERNAL: 'INTERNAL',
 } as const;
 
+/** One of the stable error codes of {@link ErrorCode}. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/** Every error code, for exhaustive tables and tests. */
 export const ERROR_CODES: readonly ErrorCode[] = Object.freeze(Object.values(ErrorCode));
 
+/** Whether `value` is one of the {@link ERROR_CODES} (for example a code read from an error body). */
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && (ERROR_CODES as readonly string[]).includes(value);
 }

@@ -24,6 +24,7 @@ export class InvalidRequestError extends FencedError {
   }
 }
 
+/** No valid API key was presented. */
 export class UnauthorizedError extends FencedError {
   override readonly name = 'UnauthorizedError';
   constructor(message = 'a valid API key is required (Authorization: Bearer <key>)') {
@@ -67,21 +68,57 @@ export class LeaseLostError extends FencedError {
   }
 }
 
-/** A guarded write was fenced off: its token is below the fence (or equal, from another lease). */
+/** What {@link StaleTokenError} knows about the refused write besides the tokens. */
+export interface StaleTokenDetails {
+  /**
+   * Whether the write named its lease (a `Fencing-Lease-Id` header, a lease object or `leaseId` passed to
+   * `store.run`). Only matters for a token equal to the fence.
+   */
+  readonly namedLease?: boolean;
+}
+
+/**
+ * A guarded write was fenced off: its token is below the resource's fence, or equal to it from another lease
+ * (or from a write that named no lease). Nothing was written. `presented` and `current` are the two tokens.
+ */
 export class StaleTokenError extends FencedError {
   override readonly name = 'StaleTokenError';
   constructor(
     readonly resource: string,
     readonly presented: bigint,
     readonly current: bigint,
+    details: StaleTokenDetails = {},
   ) {
-    super(
-      ErrorCode.STALE_TOKEN,
-      `stale fencing token for resource: presented ${presented}, the fence is at ${current}`,
-    );
+    super(ErrorCode.STALE_TOKEN, staleTokenMessage(resource, presented, current, details));
   }
 }
 
+function staleTokenMessage(
+  resource: string,
+  presented: bigint,
+  current: bigint,
+  { namedLease }: StaleTokenDetails,
+): string {
+  const quoted = JSON.stringify(resource);
+  if (presented < current) {
+    return (
+      `stale fencing token for resource ${quoted}: presented ${presented}, but the fence is at ${current} ` +
+      `(a later lease has written): this holder lost the resource and must stop`
+    );
+  }
+  if (presented === current) {
+    const sameLease =
+      'an equal token is accepted only from the lease that set the fence, so every write of a lease must name ' +
+      `it (the Fencing-Lease-Id header, or store.run(lease, …) with the lease itself)`;
+    return namedLease === false
+      ? `fencing token ${presented} for resource ${quoted} equals the fence, and this write named no lease: ${sameLease}`
+      : `fencing token ${presented} for resource ${quoted} equals the fence, which another lease (or a write ` +
+          `naming no lease) set: ${sameLease}`;
+  }
+  return `stale fencing token for resource ${quoted}: presented ${presented}, the fence is at ${current}`;
+}
+
+/** A guarded write carried no fencing token. */
 export class MissingTokenError extends FencedError {
   override readonly name = 'MissingTokenError';
   constructor(message = 'a guarded write needs a Fencing-Token header (a decimal token from 1 to 2^63-1)') {
@@ -117,6 +154,26 @@ export class InvalidProofError extends FencedError {
   }
 }
 
+/**
+ * The client could not reach the service at all: the connection was refused, it timed out, or the network
+ * failed — after the client's retries. Distinct from {@link QuorumUnavailableError}, which the service sends
+ * when it is up but a majority of its Redis nodes is not. Never sent over the wire.
+ */
+export class ServiceUnreachableError extends FencedError {
+  override readonly name = 'ServiceUnreachableError';
+  constructor(
+    message: string,
+    /** The service's origin (`http://host:port`), without credentials or path. */
+    readonly origin: string,
+    /** How many requests were made before giving up. */
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    super(ErrorCode.SERVICE_UNREACHABLE, message, options);
+  }
+}
+
+/** Anything unexpected; the wire message is only `internal error`, the details stay in the server's log. */
 export class InternalError extends FencedError {
   override readonly name = 'InternalError';
   constructor(message = 'internal error', options?: { cause?: unknown }) {
@@ -124,6 +181,7 @@ export class InternalError extends FencedError {
   }
 }
 
+/** Whether `value` is an error the fenced packages threw on purpose (any subclass of {@link FencedError}). */
 export function isFencedError(value: unknown): value is FencedError {
   return value instanceof FencedError;
 }

@@ -13,5 +13,6 @@ export const HTTP_STATUS_BY_CODE = Object.freeze({
   STALE_TOKEN: 409,
   MISSING_TOKEN: 428,
   QUORUM_UNAVAILABLE: 503,
+  SERVICE_UNREACHABLE: 503,
   INTERNAL: 500,
 } as const satisfies Record<ErrorCode, number>);

@@ -9,9 +9,11 @@ export {
   StaleTokenError,
   MissingTokenError,
   InvalidProofError,
+  ServiceUnreachableError,
   InternalError,
   isFencedError,
 } from './errors.js';
+export type { StaleTokenDetails } from './errors.js';
 export {
   MIN_TOKEN,
   MAX_TOKEN,
@@ -52,3 +54,16 @@ export type {
   ErrorBody,
 } from './lease.js';
 export { HTTP_STATUS_BY_CODE } from './http-status.js';
+export { toHttpError, RETRY_AFTER_SECONDS } from './http-errors.js';
+export type { HttpError, HttpErrorOptions } from './http-errors.js';
+export {
+  describeValue,
+  invalidValue,
+  assertInteger,
+  assertNumber,
+  assertBoolean,
+  assertOneOf,
+  assertMatches,
+  mergeOptions,
+} from './validation.js';
+export type { NumberRange } from './validation.js';

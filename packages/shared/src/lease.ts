@@ -3,6 +3,7 @@
  * a plain object all fit.
  */
 export interface FencedLease {
+  /** The resource the lease is for. */
   readonly resource: string;
   /** The lease id: the capability to extend or release. Never log it. */
   readonly id: string;
@@ -51,20 +52,29 @@ export interface MultiLeaseResponseBody {
 
 /** Body of `POST /v1/locks/{resource}/leases` and of the extend call. */
 export interface AcquireRequestBody {
+  /** Time to live of the lease on every Redis node, in milliseconds. */
   ttlMs: number;
+  /** How long the server may wait for the lock before answering 409 LOCKED, in milliseconds. */
   waitMs?: number;
 }
 
+/** Body of `POST /v1/locks/{resource}/leases/{leaseId}/extend`. */
 export interface ExtendRequestBody {
+  /** The new time to live, counted from now, in milliseconds. */
   ttlMs: number;
 }
 
 /** 201 from acquire and 200 from extend. `token` is a decimal string. */
 export interface LeaseResponseBody {
+  /** The resource, as in the path. */
   resource: string;
+  /** The lease id: the capability to extend or release. Never log it. */
   leaseId: string;
+  /** The fencing token, a decimal string (it exceeds 2^53). */
   token: string;
+  /** The ttl granted, in milliseconds. */
   ttlMs: number;
+  /** How long the lease is valid, counted from the grant: ttlMs minus elapsed time and clock drift. */
   validityMs: number;
   /** ISO-8601 wall-clock estimate of when the lease stops being valid (for people; clients use validityMs). */
   expiresAt: string;
@@ -74,11 +84,16 @@ export interface LeaseResponseBody {
 
 /** 200 from `GET /v1/locks/{resource}`: never carries a lease id. */
 export interface LockStatusBody {
+  /** The resource, as in the path. */
   resource: string;
+  /** Whether a majority of nodes sees a live lease. */
   held: boolean;
+  /** The holder's token, when held. */
   token?: string;
 }
 
+/** Every error response: `{ "error": { "code", "message" } }`, `code` one of the `ErrorCode` values. */
 export interface ErrorBody {
+  /** The error: a stable code for programs, a message for people. */
   error: { code: string; message: string };
 }

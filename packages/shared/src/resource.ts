@@ -1,5 +1,7 @@
 import { InvalidRequestError } from './errors.js';
+import { invalidValue } from './validation.js';
 
+/** Longest resource name, in UTF-8 bytes. */
 export const MAX_RESOURCE_BYTES = 256;
 
 // C0 controls, DEL and C1 controls.
@@ -12,7 +14,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
  */
 export function validateResourceName(resource: unknown): string {
   if (typeof resource !== 'string') {
-    throw new InvalidRequestError('resource must be a string of 1 to 256 UTF-8 bytes');
+    throw invalidValue('resource', `a string of 1 to ${MAX_RESOURCE_BYTES} UTF-8 bytes`, resource);
   }
   const bytes = Buffer.byteLength(resource, 'utf8');
   if (bytes === 0 || bytes > MAX_RESOURCE_BYTES) {

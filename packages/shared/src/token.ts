@@ -1,7 +1,9 @@
 import { InvalidRequestError } from './errors.js';
+import { describeValue } from './validation.js';
 
-/** Fencing tokens are positive 64-bit signed integers: 1 ..= 2^63 - 1 (they fit Postgres `bigint`). */
+/** The smallest fencing token. Tokens are positive 64-bit signed integers: 1 ..= 2^63 - 1 (Postgres `bigint`). */
 export const MIN_TOKEN = 1n;
+/** The largest fencing token, 2^63 - 1. */
 export const MAX_TOKEN = (1n << 63n) - 1n;
 
 /** The HTTP header a guarded write carries its token in. */
@@ -34,12 +36,14 @@ const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
 export function parseToken(text: unknown, what = 'fencing token'): bigint {
   if (typeof text !== 'string' || !DECIMAL.test(text)) {
     throw new InvalidRequestError(
-      `${what} must be a decimal integer from ${MIN_TOKEN} to ${MAX_TOKEN} (no sign, spaces or leading zeros)`,
+      `${what} must be a decimal integer from ${MIN_TOKEN} to ${MAX_TOKEN} (no sign, spaces or leading zeros), got ${describeValue(text)}`,
     );
   }
   const value = BigInt(text);
   if (value < MIN_TOKEN || value > MAX_TOKEN) {
-    throw new InvalidRequestError(`${what} must be from ${MIN_TOKEN} to ${MAX_TOKEN}, got ${text}`);
+    throw new InvalidRequestError(
+      `${what} must be from ${MIN_TOKEN} to ${MAX_TOKEN}, got ${describeValue(text)}`,
+    );
   }
   return value;
 }
@@ -47,11 +51,14 @@ export function parseToken(text: unknown, what = 'fencing token'): bigint {
 /** Checks a bigint token is in range. */
 export function assertToken(value: unknown, what = 'fencing token'): bigint {
   if (typeof value !== 'bigint' || value < MIN_TOKEN || value > MAX_TOKEN) {
-    throw new InvalidRequestError(`${what} must be a bigint from ${MIN_TOKEN} to ${MAX_TOKEN}`);
+    throw new InvalidRequestError(
+      `${what} must be a bigint from ${MIN_TOKEN} to ${MAX_TOKEN}, got ${describeValue(value)}`,
+    );
   }
   return value;
 }
 
+/** The wire form of a token: its decimal digits. @throws InvalidRequestError for a token out of range. */
 export function formatToken(token: bigint): string {
   return assertToken(token).toString(10);
 }

@@ -10,7 +10,9 @@ import {
   type TestService,
 } from './service-harness.js';
 
-const SERVER_ENTRY = fileURLToPath(new URL('../../../packages/coordinator/src/server.ts', import.meta.url));
+const SERVER_ENTRY = fileURLToPath(
+  new URL('../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),
+);
 
 describe('coordinator service: disconnects during a wait, graceful shutdown, the entry point', () => {
   let redis: RedisNodes;
@@ -188,6 +190,6 @@ describe('coordinator service: disconnects during a wait, graceful shutdown, the
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(2);
     expect(stderr).toContain('FENCED_REDIS_URLS is required');
-    expect(stderr).toContain('FENCED_PORT must be an integer from 0 to 65535 (got "eighty")');
+    expect(stderr).toContain('FENCED_PORT must be an integer from 0 to 65535, got "eighty" (string)');
   });
 });

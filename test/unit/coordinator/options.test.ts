@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Coordinator, coordinatorDefaults } from '@fenced/coordinator';
+import { Coordinator, DEFAULT_COORDINATOR_OPTIONS } from '@fenced/coordinator';
 import { InvalidRequestError } from '@fenced/shared';
 import { resolveOptions } from '../../../packages/coordinator/src/options.js';
 
@@ -7,12 +7,12 @@ const nodes = ['redis://127.0.0.1:1'];
 
 describe('coordinator options', () => {
   it('merges over frozen defaults and freezes the result', () => {
-    expect(Object.isFrozen(coordinatorDefaults)).toBe(true);
+    expect(Object.isFrozen(DEFAULT_COORDINATOR_OPTIONS)).toBe(true);
     const settings = resolveOptions({ nodes, nodeTimeoutMs: 75, driftFactor: undefined });
     expect(settings).toEqual({
-      ...coordinatorDefaults,
+      ...DEFAULT_COORDINATOR_OPTIONS,
       nodeTimeoutMs: 75,
-      tokenRetentionMs: 2 * coordinatorDefaults.maxTtlMs,
+      tokenRetentionMs: 2 * DEFAULT_COORDINATOR_OPTIONS.maxTtlMs,
     });
     expect(Object.isFrozen(settings)).toBe(true);
   });
@@ -46,5 +46,22 @@ describe('coordinator options', () => {
     expect(() => new Coordinator({ nodes: ['redis://127.0.0.1:1', 'redis://127.0.0.1:1/0'] })).toThrow(
       /nodes\[1\] duplicates nodes\[0\]/,
     );
+  });
+});
+
+describe('acquire arguments', () => {
+  it('quotes a ttlMs of the wrong type with its type', async () => {
+    const coordinator = new Coordinator({ nodes });
+    try {
+      const error = await coordinator
+        .acquire('r', { ttlMs: '1000' as unknown as number })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidRequestError);
+      expect((error as Error).message).toMatch(
+        /^ttlMs must be an integer from \d+ to 3600000, got "1000" \(string\)$/,
+      );
+    } finally {
+      await coordinator.close();
+    }
   });
 });

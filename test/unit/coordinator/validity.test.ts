@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { driftMs, validityMs } from '../../../packages/coordinator/src/redlock/validity.js';
-import { coordinatorDefaults, smallestUsableTtlMs } from '../../../packages/coordinator/src/options.js';
+import {
+  DEFAULT_COORDINATOR_OPTIONS,
+  smallestUsableTtlMs,
+} from '../../../packages/coordinator/src/options.js';
 
 describe('validity', () => {
   it('allows round(ttl × driftFactor) + 2 ms of drift', () => {
@@ -20,12 +23,12 @@ describe('validity', () => {
   });
 
   it('knows the smallest ttl that can ever leave more than minValidityMs', () => {
-    const ttl = smallestUsableTtlMs(coordinatorDefaults);
-    expect(validityMs(ttl, 0, coordinatorDefaults.driftFactor)).toBeGreaterThan(
-      coordinatorDefaults.minValidityMs,
+    const ttl = smallestUsableTtlMs(DEFAULT_COORDINATOR_OPTIONS);
+    expect(validityMs(ttl, 0, DEFAULT_COORDINATOR_OPTIONS.driftFactor)).toBeGreaterThan(
+      DEFAULT_COORDINATOR_OPTIONS.minValidityMs,
     );
-    expect(validityMs(ttl - 1, 0, coordinatorDefaults.driftFactor)).toBeLessThanOrEqual(
-      coordinatorDefaults.minValidityMs,
+    expect(validityMs(ttl - 1, 0, DEFAULT_COORDINATOR_OPTIONS.driftFactor)).toBeLessThanOrEqual(
+      DEFAULT_COORDINATOR_OPTIONS.minValidityMs,
     );
     for (const settings of [
       { driftFactor: 0, minValidityMs: 0 },

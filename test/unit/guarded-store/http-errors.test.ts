@@ -12,10 +12,10 @@ import {
   ConnectionLostError,
   LockTimeoutError,
   ReadOnlyTransactionError,
-  toHttpError,
 } from '../../../packages/guarded-store/src/index.js';
+import { storeHttpError as toHttpError } from '../../../packages/guarded-store/src/middleware/http-errors.js';
 
-describe('toHttpError', () => {
+describe("the write middleware's error answers", () => {
   it('has a status for every error code', () => {
     for (const code of ERROR_CODES) {
       expect(HTTP_STATUS_BY_CODE[code]).toBeGreaterThanOrEqual(400);
@@ -37,7 +37,9 @@ describe('toHttpError', () => {
       body: {
         error: {
           code: 'STALE_TOKEN',
-          message: 'stale fencing token for resource: presented 1, the fence is at 2',
+          message: expect.stringContaining(
+            'stale fencing token for resource "r": presented 1, but the fence is at 2',
+          ) as unknown,
         },
       },
     });
@@ -75,11 +77,19 @@ describe('toHttpError', () => {
     });
   });
 
-  it('answers 400/413 INVALID_REQUEST for body-parser failures', () => {
-    expect(toHttpError(Object.assign(new SyntaxError('x'), { status: 400, expose: true })).status).toBe(400);
-    expect(toHttpError(Object.assign(new Error('x'), { status: 413, expose: true }))).toMatchObject({
-      status: 413,
-      body: { error: { code: 'INVALID_REQUEST' } },
+  it('answers 400 INVALID_REQUEST for body-parser failures, as the coordinator service does', () => {
+    expect(
+      toHttpError(Object.assign(new SyntaxError('x'), { status: 400, type: 'entity.parse.failed' })).status,
+    ).toBe(400);
+    const tooLarge = Object.assign(new Error('x'), { status: 413, type: 'entity.too.large', limit: 100 });
+    expect(toHttpError(tooLarge)).toMatchObject({
+      status: 400,
+      body: {
+        error: {
+          code: 'INVALID_REQUEST',
+          message: 'request body is too large: at most 100 bytes are accepted',
+        },
+      },
     });
   });
 });

@@ -1,27 +1,27 @@
 import { InvalidRequestError } from '@fenced/shared';
 import { describe, expect, it } from 'vitest';
 import {
-  GUARDED_STORE_DEFAULTS,
+  DEFAULT_GUARDED_STORE_OPTIONS,
   resolveGuardedStoreOptions,
 } from '../../../packages/guarded-store/src/index.js';
 
 describe('resolveGuardedStoreOptions', () => {
   it('fills in the defaults and freezes the result', () => {
     const options = resolveGuardedStoreOptions();
-    expect(options).toEqual(GUARDED_STORE_DEFAULTS);
+    expect(options).toEqual(DEFAULT_GUARDED_STORE_OPTIONS);
     expect(Object.isFrozen(options)).toBe(true);
-    expect(Object.isFrozen(GUARDED_STORE_DEFAULTS)).toBe(true);
+    expect(Object.isFrozen(DEFAULT_GUARDED_STORE_OPTIONS)).toBe(true);
   });
 
   it('keeps the lock timeout above the idle timeout by default, so a stalled holder is cut off first', () => {
-    expect(GUARDED_STORE_DEFAULTS.lockTimeoutMs).toBeGreaterThan(
-      GUARDED_STORE_DEFAULTS.idleInTransactionTimeoutMs,
+    expect(DEFAULT_GUARDED_STORE_OPTIONS.lockTimeoutMs).toBeGreaterThan(
+      DEFAULT_GUARDED_STORE_OPTIONS.idleInTransactionTimeoutMs,
     );
   });
 
   it('merges given options and treats undefined as absent', () => {
     expect(resolveGuardedStoreOptions({ schema: 'app', lockTimeoutMs: undefined })).toEqual({
-      ...GUARDED_STORE_DEFAULTS,
+      ...DEFAULT_GUARDED_STORE_OPTIONS,
       schema: 'app',
     });
   });

@@ -89,7 +89,7 @@ describe('service configuration from the environment', () => {
   });
 
   it.each([
-    ['FENCED_PORT', '70000', /FENCED_PORT must be an integer from 0 to 65535 \(got "70000"\)/],
+    ['FENCED_PORT', '70000', /FENCED_PORT must be an integer from 0 to 65535, got "70000" \(string\)/],
     ['PORT', 'http', /PORT must be an integer from 0 to 65535/],
     ['FENCED_MAX_TTL_MS', '1.5', /FENCED_MAX_TTL_MS must be an integer from 1 to 86400000/],
     ['FENCED_MAX_WAIT_MS', '-1', /FENCED_MAX_WAIT_MS must be an integer/],

@@ -68,7 +68,7 @@ describe('docker-compose.yml and Dockerfile', () => {
       expect(existsSync(`${root}${sourceOf(script)}`), script).toBe(true);
     }
     const cmd = /^CMD \["node", "([^"]+)"\]$/m.exec(dockerfile)?.[1];
-    expect(cmd).toBe('packages/coordinator/dist/server.js');
+    expect(cmd).toBe('packages/coordinator/dist/bin/fenced-coordinator.js');
     expect(existsSync(`${root}${sourceOf(cmd!)}`)).toBe(true);
   });
 

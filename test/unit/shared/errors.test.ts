@@ -10,6 +10,7 @@ import {
   LockedError,
   MissingTokenError,
   QuorumUnavailableError,
+  ServiceUnreachableError,
   StaleTokenError,
   UnauthorizedError,
   isErrorCode,
@@ -26,6 +27,7 @@ describe('errors', () => {
       new StaleTokenError('r', 3n, 7n),
       new MissingTokenError(),
       new InvalidProofError('r', 'missing', 'no proof'),
+      new ServiceUnreachableError('down', 'http://127.0.0.1:1', 1),
       new InternalError(),
     ];
     expect(errors.map((e) => e.code).sort()).toEqual([...ERROR_CODES].sort());
@@ -38,9 +40,9 @@ describe('errors', () => {
 
   it('keeps the facts a caller needs on a stale-token error', () => {
     const error = new StaleTokenError('doc', 3n, 7n);
+    expect(error.resource).toBe('doc');
     expect(error.presented).toBe(3n);
     expect(error.current).toBe(7n);
-    expect(error.message).toContain('presented 3');
     expect(error.code).toBe(ErrorCode.STALE_TOKEN);
   });
 
@@ -48,6 +50,33 @@ describe('errors', () => {
     const error = new InvalidProofError('doc', 'unknown-key', "signed by key 'old'");
     expect(error).toMatchObject({ code: 'INVALID_PROOF', name: 'InvalidProofError', reason: 'unknown-key' });
     expect(error.resource).toBe('doc');
+  });
+
+  it('names the resource and says a lower token lost to a later lease', () => {
+    const error = new StaleTokenError('doc:1', 3n, 7n, { namedLease: true });
+    expect(error).toBeInstanceOf(StaleTokenError);
+    expect(error.message).toBe(
+      'stale fencing token for resource "doc:1": presented 3, but the fence is at 7 (a later lease has written): ' +
+        'this holder lost the resource and must stop',
+    );
+  });
+
+  it('says why an equal token from a write that named no lease is refused, and how to name it', () => {
+    const error = new StaleTokenError('doc:1', 7n, 7n, { namedLease: false });
+    expect(error).toBeInstanceOf(StaleTokenError);
+    expect(error.message).toBe(
+      'fencing token 7 for resource "doc:1" equals the fence, and this write named no lease: an equal token is ' +
+        'accepted only from the lease that set the fence, so every write of a lease must name it (the ' +
+        'Fencing-Lease-Id header, or store.run(lease, …) with the lease itself)',
+    );
+  });
+
+  it('says an equal token from a named lease came from another lease than the fence', () => {
+    const error = new StaleTokenError('doc:1', 7n, 7n, { namedLease: true });
+    expect(error.message).toMatch(
+      /^fencing token 7 for resource "doc:1" equals the fence, which another lease \(or a write naming no lease\) set: /,
+    );
+    expect(error.message).toContain('Fencing-Lease-Id header');
   });
 
   it('keeps the cause', () => {

@@ -72,6 +72,7 @@ export class ClientLease implements FencedLease, AsyncDisposable {
     return this.#watch.autoExtending;
   }
 
+  /** The resource this lease is for. */
   get resource(): string {
     return this.#grant.resource;
   }
@@ -90,6 +91,8 @@ export class ClientLease implements FencedLease, AsyncDisposable {
   get proof(): string | undefined {
     return this.#grant.proof;
   }
+
+  /** The ttl of the last grant or extension, in milliseconds. */
   get ttlMs(): number {
     return this.#grant.ttlMs;
   }
@@ -101,6 +104,7 @@ export class ClientLease implements FencedLease, AsyncDisposable {
   get expiresAt(): Date {
     return this.#grant.expiresAt;
   }
+  /** Whether `release()` has completed (an `await using` block's end releases too). */
   get released(): boolean {
     return this.#released !== undefined;
   }
@@ -138,10 +142,12 @@ export class ClientLease implements FencedLease, AsyncDisposable {
     return this.#released;
   }
 
+  /** Releases the lease at the end of an `await using` block. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
 
+  /** The lease without its id (the capability to extend or release), for logs and JSON. */
   toJSON(): { resource: string; token: string; ttlMs: number; validityMs: number; expiresAt: string } {
     return {
       resource: this.resource,

@@ -4,7 +4,7 @@ import {
   InvalidRequestError,
   LeaseLostError,
   PROOF_PATTERN,
-  QuorumUnavailableError,
+  ServiceUnreachableError,
   isFencedError,
   parseToken,
   validateResourceName,
@@ -18,6 +18,7 @@ import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js
 import { ClientMultiLease, type MultiLeaseCalls, type MultiLeaseGrant } from './client-multi-lease.js';
 import { errorFromResponse } from './response-errors.js';
 
+/** Options of {@link CoordinatorClient}. */
 export interface CoordinatorClientOptions {
   /** Base URL of the service, e.g. `http://coordinator:8080`. */
   baseUrl: string | URL;
@@ -51,6 +52,7 @@ export interface CoordinatorClientOptions {
   requestTimeoutMs?: number;
 }
 
+/** Defaults of the {@link CoordinatorClientOptions} that have one. */
 export const DEFAULT_CLIENT_OPTIONS = Object.freeze({
   maxAttempts: 4,
   retryBaseDelayMs: 100,
@@ -58,6 +60,7 @@ export const DEFAULT_CLIENT_OPTIONS = Object.freeze({
   requestTimeoutMs: 10_000,
 } satisfies Required<Omit<CoordinatorClientOptions, 'baseUrl' | 'apiKey' | 'fetch'>>);
 
+/** Options of {@link CoordinatorClient.acquire}. */
 export interface AcquireOptions {
   ttlMs: number;
   /** How long the server may wait for the lock. @defaultValue 0 */
@@ -76,7 +79,7 @@ export interface AcquireOptions {
   onLost?: (error: LeaseLostError) => void;
 }
 
-/** `using` keeps the lease itself: no `autoExtend` or `onLost` (the signal handed to `fn` reports the loss). */
+/** Options of {@link CoordinatorClient.using}: it keeps the lease itself, so no `autoExtend` or `onLost` (the signal handed to `fn` reports the loss). */
 export interface UsingOptions extends Omit<AcquireOptions, 'autoExtend' | 'onLost'> {
   /**
    * Extend when this fraction of the validity is left. Smaller leaves fewer extensions but less room for a
@@ -135,8 +138,10 @@ export class CoordinatorClient {
 
   /**
    * Acquires a lease, letting the server wait up to `waitMs` for it.
-   * @throws LockedError when it was not granted within `waitMs`; QuorumUnavailableError when no majority
-   *   could decide (after the retries); InvalidRequestError, UnauthorizedError.
+   * @throws LockedError when it was not granted within `waitMs`; QuorumUnavailableError when the service
+   *   is up but no majority of its nodes could decide (after the retries); ServiceUnreachableError when the
+   *   service itself could not be reached (connection refused, timed out); InvalidRequestError,
+   *   UnauthorizedError.
    */
   async acquire(resource: string, options: AcquireOptions): Promise<ClientLease>;
   /**
@@ -381,18 +386,18 @@ export class CoordinatorClient {
         });
       } catch (error) {
         if (call.signal?.aborted) throw call.signal.reason;
-        const unreachable = new QuorumUnavailableError(
-          timeout.aborted
-            ? `the coordinator did not answer within ${call.timeoutMs} ms`
-            : 'could not reach the coordinator service',
-          [],
-          { cause: error },
-        );
         if (call.retry === 'on-503-and-network' && attempt < this.#settings.maxAttempts) {
           await this.#backoff(attempt, call.signal);
           continue;
         }
-        throw unreachable;
+        const reason = timeout.aborted ? `timed out after ${call.timeoutMs} ms` : networkFailure(error);
+        throw new ServiceUnreachableError(
+          `could not reach the coordinator service at ${this.#base.origin}: ${reason}` +
+            ` (${attempt === 1 ? '1 attempt' : `${attempt} attempts`}); is it running, and is baseUrl right?`,
+          this.#base.origin,
+          attempt,
+          { cause: error },
+        );
       }
       const receivedAt = performance.now();
       const body = await readBody(response);
@@ -550,6 +555,42 @@ function watchCallback(onLost: unknown): { onLost?: (error: LeaseLostError) => v
   if (onLost === undefined) return {};
   if (typeof onLost !== 'function') throw new InvalidRequestError('onLost must be a function');
   return { onLost: onLost as (error: LeaseLostError) => void };
+}
+
+/** Socket error codes, as fetch (undici) reports them in its error's `cause` chain, in words. */
+const NETWORK_FAILURES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connect timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
+  UND_ERR_SOCKET: 'connection closed',
+  EPIPE: 'connection closed',
+};
+
+/** What went wrong with a fetch that threw: the socket error code in words, else the innermost message. */
+function networkFailure(error: unknown): string {
+  let innermost = 'network error';
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [error];
+  while (queue.length > 0) {
+    const current = queue.shift();
+    if (typeof current !== 'object' || current === null || seen.has(current)) continue;
+    seen.add(current);
+    const { code, message, cause, errors } = current as {
+      code?: unknown;
+      message?: unknown;
+      cause?: unknown;
+      errors?: unknown;
+    };
+    if (typeof code === 'string' && code in NETWORK_FAILURES) return `${NETWORK_FAILURES[code]} (${code})`;
+    if (typeof message === 'string' && message !== '' && message !== 'fetch failed') innermost = message;
+    queue.push(cause, ...(Array.isArray(errors) ? (errors as unknown[]) : []));
+  }
+  return innermost;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

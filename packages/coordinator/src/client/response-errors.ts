@@ -44,7 +44,9 @@ export function errorFromResponse(status: number, body: unknown, resource: strin
     case ErrorCode.INTERNAL:
       return new InternalError(message);
     case ErrorCode.STALE_TOKEN:
-      // The coordinator never sends it; StaleTokenError needs token facts the body does not carry.
+    case ErrorCode.SERVICE_UNREACHABLE:
+      // The coordinator never sends these: StaleTokenError needs token facts the body does not carry, and
+      // SERVICE_UNREACHABLE is the client's own verdict.
       return new FencedError(error.code, message);
   }
 }

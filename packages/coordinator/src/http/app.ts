@@ -1,10 +1,9 @@
 import { createRequire } from 'node:module';
-import { InvalidRequestError } from '@fenced/shared';
+import { assertInteger, assertOneOf, InvalidRequestError, mergeOptions, toHttpError } from '@fenced/shared';
 import express, { type ErrorRequestHandler, type Express } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ApiKeyCheck } from './api-key-auth.js';
-import { toErrorResponse } from './errors.js';
 import { healthRoutes } from './health-routes.js';
 import type { LeaseService, NodeErrorEvent } from './lease-service.js';
 import { lockRoutes } from './lock-routes.js';
@@ -18,6 +17,7 @@ import { ServiceMetrics } from './service-metrics.js';
 /** Who may call `/healthz`, `/readyz` and `/metrics`. */
 export type HealthAuth = 'public' | 'required';
 
+/** Options of the HTTP layer; {@link DEFAULT_APP_OPTIONS} holds their defaults. */
 export interface AppOptions extends RequestLimits {
   /**
    * Largest JSON body accepted, in bytes. Lease requests are a few dozen bytes.
@@ -37,21 +37,17 @@ export interface AppOptions extends RequestLimits {
   healthAuth: HealthAuth;
 }
 
-/**
- * Default options of the HTTP layer.
- */
+/** Defaults of {@link AppOptions}. */
 export const DEFAULT_APP_OPTIONS = Object.freeze({
-  /** @defaultValue 100 */
   minTtlMs: 100,
-  /** @defaultValue 300_000 (5 minutes; a restarted empty node sits out this long before it votes) */
   maxTtlMs: 300_000,
-  /** @defaultValue 60_000 */
   maxWaitMs: 60_000,
   bodyLimitBytes: 16_384,
   apiKeys: [],
   healthAuth: 'public',
 } as const satisfies Required<AppOptions>);
 
+/** What {@link createApp} needs: the coordinator, optional collaborators, and any {@link AppOptions}. */
 export interface AppDeps extends Partial<AppOptions> {
   /** The coordinator (or anything with the same slice of its API). */
   coordinator: LeaseService;
@@ -124,26 +120,20 @@ export function createApp(deps: AppDeps): Express {
   return app;
 }
 
+const APP_DEPENDENCIES = ['coordinator', 'logger', 'registry', 'shutdownSignal'];
+
 function resolveOptions(deps: AppDeps): Readonly<AppOptions> {
+  const merged = mergeOptions('app', DEFAULT_APP_OPTIONS, deps, APP_DEPENDENCIES);
+  const count = { min: 0, max: Number.MAX_SAFE_INTEGER };
+  const maxTtlMs = assertInteger('maxTtlMs', merged.maxTtlMs, { min: 1, max: Number.MAX_SAFE_INTEGER });
   const options: AppOptions = {
-    minTtlMs: deps.minTtlMs ?? DEFAULT_APP_OPTIONS.minTtlMs,
-    maxTtlMs: deps.maxTtlMs ?? DEFAULT_APP_OPTIONS.maxTtlMs,
-    maxWaitMs: deps.maxWaitMs ?? DEFAULT_APP_OPTIONS.maxWaitMs,
-    bodyLimitBytes: deps.bodyLimitBytes ?? DEFAULT_APP_OPTIONS.bodyLimitBytes,
-    apiKeys: Object.freeze([...(deps.apiKeys ?? DEFAULT_APP_OPTIONS.apiKeys)]),
-    healthAuth: deps.healthAuth ?? DEFAULT_APP_OPTIONS.healthAuth,
+    minTtlMs: assertInteger('minTtlMs', merged.minTtlMs, { min: 1, max: maxTtlMs }),
+    maxTtlMs,
+    maxWaitMs: assertInteger('maxWaitMs', merged.maxWaitMs, count),
+    bodyLimitBytes: assertInteger('bodyLimitBytes', merged.bodyLimitBytes, count),
+    apiKeys: Object.freeze([...merged.apiKeys]),
+    healthAuth: assertOneOf('healthAuth', merged.healthAuth, ['public', 'required']),
   };
-  for (const name of ['minTtlMs', 'maxTtlMs', 'maxWaitMs', 'bodyLimitBytes'] as const) {
-    if (!Number.isSafeInteger(options[name]) || options[name] < 0) {
-      throw new InvalidRequestError(`${name} must be a non-negative integer`);
-    }
-  }
-  if (options.minTtlMs < 1 || options.minTtlMs > options.maxTtlMs) {
-    throw new InvalidRequestError('minTtlMs must be from 1 to maxTtlMs');
-  }
-  if (options.healthAuth !== 'public' && options.healthAuth !== 'required') {
-    throw new InvalidRequestError("healthAuth must be 'public' or 'required'");
-  }
   return Object.freeze(options);
 }
 
@@ -153,14 +143,13 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
       next(error);
       return;
     }
-    const response = toErrorResponse(error);
-    if (!response.expected) {
+    const response = toHttpError(error);
+    if (response.unexpected) {
       logger.error(
         { requestId: res.locals.requestId as unknown, route: routePattern(req), err: safeError(error) },
         'unexpected error',
       );
     }
-    if (response.status === 503) res.setHeader('Retry-After', '1');
-    res.status(response.status).json(response.body);
+    res.status(response.status).set(response.headers).json(response.body);
   };
 }

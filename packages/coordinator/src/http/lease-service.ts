@@ -4,12 +4,15 @@ import type { Lease } from '../lease.js';
 import type { MultiLease } from '../multi-lease.js';
 
 /**
- * The slice of the coordinator the HTTP service uses (docs/internal-api.md). Declared structurally so the
+ * The slice of the coordinator the HTTP service uses (see `Coordinator`). Declared structurally so the
  * service depends on the smallest surface it needs; the real `Coordinator` satisfies it.
  */
 export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
+  /** Votes a decision needs: `floor(nodeCount / 2) + 1`. */
   readonly quorum: number;
+  /** How many Redis nodes there are. */
   readonly nodeCount: number;
+  /** See `Coordinator.acquire`. */
   acquire(
     resource: string,
     options: { ttlMs: number; waitMs?: number; signal?: AbortSignal },
@@ -19,12 +22,16 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
     resources: readonly string[],
     options: { ttlMs: number; waitMs?: number; signal?: AbortSignal },
   ): Promise<GrantedMultiLease>;
+  /** See `Coordinator.extend`: the same token, or `LeaseLostError`. */
   extend(resource: string, leaseId: string, ttlMs: number): Promise<GrantedLease>;
   /** Every resource of a multi-resource lease; a lost one releases the set and throws LeaseLostError. */
   extend(resources: readonly string[], leaseId: string, ttlMs: number): Promise<GrantedMultiLease>;
+  /** See `Coordinator.release`: an expired lease is released already. */
   release(resource: string, leaseId: string): Promise<void>;
   release(resources: readonly string[], leaseId: string): Promise<void>;
+  /** See `Coordinator.inspect`: never a lease id. */
   inspect(resource: string): Promise<{ held: boolean; token?: bigint }>;
+  /** One entry per node, in node order, for `/readyz`. */
   nodeStatus(): Promise<readonly NodeStatusView[]>;
 }
 

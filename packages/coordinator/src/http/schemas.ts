@@ -1,4 +1,5 @@
 import {
+  describeValue,
   ERROR_CODES,
   InvalidRequestError,
   MAX_RESOURCE_BYTES,
@@ -18,12 +19,13 @@ export interface RequestLimits {
   maxWaitMs: number;
 }
 
-/** Lease ids are base64url strings of at least 128 random bits (docs/internal-api.md). */
+/** Lease ids are base64url strings of at least 128 random bits (`newLeaseId`). */
 const LEASE_ID_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
 const DECIMAL_TOKEN_PATTERN = /^[1-9][0-9]{0,18}$/;
 
 function boundedInt(name: string, min: number, max: number, description: string) {
-  const error = `${name} must be an integer from ${min} to ${max} (milliseconds)`;
+  const error = (issue: { input?: unknown }): string =>
+    `${name} must be an integer from ${min} to ${max} (milliseconds), got ${describeValue(issue.input)}`;
   return z.int({ error }).min(min, { error }).max(max, { error }).meta({ description });
 }
 

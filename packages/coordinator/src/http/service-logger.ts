@@ -23,10 +23,16 @@ export const REDACTED_LOG_PATHS: readonly string[] = Object.freeze([
   '*.path',
 ]);
 
+/** Options of {@link createServiceLogger}. */
+export interface ServiceLoggerOptions {
+  /** @defaultValue 'info' */
+  level?: Level | 'silent';
+  /** Where the JSON lines go. @defaultValue standard output */
+  destination?: DestinationStream;
+}
+
 /** The service's pino logger: JSON lines, redacted, with `service: 'fenced-coordinator'` on every line. */
-export function createServiceLogger(
-  options: { level?: Level | 'silent'; destination?: DestinationStream } = {},
-): Logger {
+export function createServiceLogger(options: ServiceLoggerOptions = {}): Logger {
   const settings = {
     level: options.level ?? 'info',
     base: { service: 'fenced-coordinator' },

@@ -1,8 +1,13 @@
-import { InvalidRequestError } from '@fenced/shared';
+import {
+  assertInteger,
+  assertMatches,
+  InvalidRequestError,
+  invalidValue,
+  mergeOptions,
+} from '@fenced/shared';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { z } from 'zod';
-import { SCHEMA_NAME } from '../options.js';
+import { SCHEMA_NAME, SCHEMA_NAME_RULE } from '../options.js';
 import { registerStorePool } from './guard-driver.js';
 
 /** Options of {@link createDatabase}. */
@@ -39,8 +44,8 @@ export interface DatabaseOptions {
   onConnectionError?: (error: Error) => void;
 }
 
-/** Defaults of the options that have one (`searchPath` and `onConnectionError` default to absent). */
-export const DATABASE_DEFAULTS = Object.freeze({
+/** Defaults of {@link DatabaseOptions} that have one (`searchPath` and `onConnectionError` default to absent). */
+export const DEFAULT_DATABASE_OPTIONS = Object.freeze({
   maxConnections: 10,
   connectionTimeoutMs: 10_000,
   applicationName: 'fenced-guarded-store',
@@ -58,20 +63,6 @@ const int8AsBigInt = ((oid: number, format?: 'text' | 'binary'): unknown =>
     ? parseBigInt
     : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser;
 
-const databaseOptionsSchema = z.object({
-  connectionString: z
-    .string({ error: 'connectionString must be a string' })
-    .regex(/^postgres(ql)?:\/\//, { error: 'connectionString must be a postgres:// or postgresql:// URL' }),
-  searchPath: z
-    .string()
-    .regex(SCHEMA_NAME, { error: 'searchPath must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)' })
-    .optional(),
-  maxConnections: z.number().int().min(1, { error: 'maxConnections must be a whole number ≥ 1' }),
-  connectionTimeoutMs: z.number().int().min(1, { error: 'connectionTimeoutMs must be a whole number ≥ 1' }),
-  applicationName: z.string().max(63, { error: 'applicationName must be at most 63 characters' }),
-  onConnectionError: z.function().optional(),
-});
-
 /**
  * Builds a Kysely instance over a new `pg` pool, set up the way the guard expects:
  * - `bigint` columns (int8) come back as JS `bigint`, never `number` (tokens reach 2^63 − 1);
@@ -87,13 +78,8 @@ const databaseOptionsSchema = z.object({
  * @throws InvalidRequestError for bad options.
  */
 export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
-  const defined = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
-  const parsed = databaseOptionsSchema.safeParse({ ...DATABASE_DEFAULTS, ...defined });
-  if (!parsed.success) {
-    throw new InvalidRequestError(parsed.error.issues[0]?.message ?? 'invalid database options');
-  }
-  const resolved = parsed.data;
-  const onConnectionError = options.onConnectionError ?? (() => undefined);
+  const resolved = resolveDatabaseOptions(options);
+  const onConnectionError = resolved.onConnectionError ?? (() => undefined);
   const pool = new pg.Pool({
     connectionString: resolved.connectionString,
     max: resolved.maxConnections,
@@ -110,4 +96,43 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   registerStorePool(db, pool);
   return db;
+}
+
+const OPTIONAL_DATABASE_OPTIONS = ['connectionString', 'searchPath', 'onConnectionError'];
+
+function resolveDatabaseOptions(options: DatabaseOptions) {
+  const merged = mergeOptions('database', DEFAULT_DATABASE_OPTIONS, options, OPTIONAL_DATABASE_OPTIONS);
+  const { searchPath, onConnectionError } = merged;
+  if (onConnectionError !== undefined && typeof onConnectionError !== 'function') {
+    throw invalidValue('onConnectionError', 'a function', onConnectionError);
+  }
+  return {
+    connectionString: connectionStringOf(merged.connectionString),
+    searchPath:
+      searchPath === undefined
+        ? undefined
+        : assertMatches('searchPath', searchPath, SCHEMA_NAME, SCHEMA_NAME_RULE),
+    maxConnections: assertInteger('maxConnections', merged.maxConnections, { min: 1, max: 10_000 }),
+    connectionTimeoutMs: assertInteger('connectionTimeoutMs', merged.connectionTimeoutMs, {
+      min: 1,
+      max: 2_147_483_647,
+    }),
+    applicationName: assertMatches(
+      'applicationName',
+      merged.applicationName,
+      /^.{0,63}$/su,
+      'a string of at most 63 characters',
+    ),
+    onConnectionError: onConnectionError as DatabaseOptions['onConnectionError'],
+  };
+}
+
+/** Not `assertMatches`: a connection string may hold a password, so its value is never quoted. */
+function connectionStringOf(value: unknown): string {
+  if (typeof value !== 'string' || !/^postgres(ql)?:\/\//.test(value)) {
+    throw new InvalidRequestError(
+      `connectionString must be a postgres:// or postgresql:// URL, got ${typeof value === 'string' ? 'another string (not shown: it may hold a password)' : typeof value}`,
+    );
+  }
+  return value;
 }

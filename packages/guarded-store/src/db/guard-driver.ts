@@ -16,7 +16,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { TransactionAbortedError } from './postgres-errors.js';
+import { SqlState, sqlstateOf, TransactionAbortedError } from './postgres-errors.js';
 
 /**
  * The transactions of a `GuardedStore` over a pool that `createDatabase` made: a private Kysely instance on the
@@ -245,7 +245,7 @@ class GuardConnection implements DatabaseConnection {
       // 26000: no prepared statement of that name. The session lost it (DEALLOCATE, DISCARD ALL), so BEGIN
       // and the settings ran and the transaction is aborted; nothing else happened in it yet. Start over once
       // with the literal form, and prepare again next time.
-      if (begin === undefined || sqlstateOf(error) !== INVALID_SQL_STATEMENT_NAME) throw error;
+      if (begin === undefined || sqlstateOf(error) !== SqlState.INVALID_SQL_STATEMENT_NAME) throw error;
       this.#prepared.delete(prepared.name);
       await this.#client.query('rollback');
       return lastOf(await this.#client.query(message(statement.text)));
@@ -258,7 +258,7 @@ class GuardConnection implements DatabaseConnection {
       await this.#client.query(prepared.prepare);
     } catch (error) {
       // 42P05: the session already has a statement of that name, which we did not prepare: replace it.
-      if (sqlstateOf(error) !== DUPLICATE_PREPARED_STATEMENT) throw error;
+      if (sqlstateOf(error) !== SqlState.DUPLICATE_PREPARED_STATEMENT) throw error;
       await this.#client.query(`deallocate ${prepared.name};\n${prepared.prepare}`);
     }
     this.#prepared.add(prepared.name);
@@ -312,13 +312,6 @@ class GuardConnection implements DatabaseConnection {
     this.#failure = undefined;
     this.#client.release();
   }
-}
-
-const INVALID_SQL_STATEMENT_NAME = '26000';
-const DUPLICATE_PREPARED_STATEMENT = '42P05';
-
-function sqlstateOf(error: unknown): unknown {
-  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
 }
 
 /** The result of a message's last statement (what libpq's PQexec returns). */

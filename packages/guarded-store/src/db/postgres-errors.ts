@@ -13,7 +13,11 @@ export const SqlState = {
   CRASH_SHUTDOWN: '57P02',
   CANNOT_CONNECT_NOW: '57P03',
   TOO_MANY_CONNECTIONS: '53300',
+  UNDEFINED_TABLE: '42P01',
+  INVALID_SQL_STATEMENT_NAME: '26000',
+  DUPLICATE_PREPARED_STATEMENT: '42P05',
 } as const;
+/** One of the SQLSTATEs of {@link SqlState}. */
 export type SqlState = (typeof SqlState)[keyof typeof SqlState];
 
 /** SQLSTATE class 08: connection exception. */
@@ -174,6 +178,43 @@ export class TransactionAbortedError extends StorageError {
   }
 }
 
+/**
+ * 42P01 on one of the store's own statements: its tables (`fence`, `fence_operation`) do not exist in its
+ * schema, because the migrations never ran there (or ran in another schema). Not retryable: run them first.
+ */
+export class MigrationMissingError extends StorageError {
+  override readonly name = 'MigrationMissingError';
+  constructor(
+    /** The schema the store looked in. */
+    readonly schema: string,
+    options: { cause: unknown },
+  ) {
+    super(
+      `the guarded store's tables do not exist in schema "${schema}" (${describeCause(options.cause)}): ` +
+        `call store.migrate() (or migrate(db, { schema: '${schema}' })) once before using the store; it is ` +
+        'safe to run from every process at start-up',
+      SqlState.UNDEFINED_TABLE,
+      false,
+      options,
+    );
+  }
+}
+
+function describeCause(cause: unknown): string {
+  return cause instanceof Error ? cause.message : 'relation does not exist';
+}
+
+/**
+ * Whether a storage failure may succeed on retry: retryable ones, and a COMMIT whose outcome is unknown
+ * (retried with the same operation id, it takes effect once). The HTTP layer answers these with 503.
+ */
+export function isTransientStorageError(error: unknown): boolean {
+  return (
+    error instanceof StorageError &&
+    (error.retryable || (error instanceof ConnectionLostError && error.indeterminate))
+  );
+}
+
 /** The store's migrations failed. `cause` is the migrator's error. */
 export class MigrationError extends FencedError {
   override readonly name = 'MigrationError';
@@ -186,7 +227,7 @@ export class MigrationError extends FencedError {
  * The SQLSTATE of an error Postgres sent. pg's DatabaseError carries it in `code` next to a `severity`; Node's
  * socket errors also use `code` (and 'EPIPE' is five letters too), so the severity tells them apart.
  */
-function sqlstateOf(error: unknown): string | undefined {
+export function sqlstateOf(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { code, severity } = error as { code?: unknown; severity?: unknown };
   return typeof code === 'string' && typeof severity === 'string' && /^[0-9A-Z]{5}$/.test(code)

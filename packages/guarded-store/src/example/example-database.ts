@@ -39,6 +39,5 @@ export function migrateExample<DB>(db: Kysely<DB>, options: { schema: string }):
     folder: EXAMPLE_MIGRATIONS_FOLDER,
     schema: options.schema,
     migrationTableName: 'fenced_example_migration',
-    migrationLockTableName: 'fenced_example_migration_lock',
   });
 }

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler } from 'express';
-import { sendHttpError, toHttpError } from './http-errors.js';
+import { sendHttpError, storeHttpError } from './http-errors.js';
 
 /** Options of {@link fencedErrorHandler}. */
 export interface FencedErrorHandlerOptions {
@@ -7,7 +7,10 @@ export interface FencedErrorHandlerOptions {
    * Where unexpected errors (500s) are logged, e.g. a pino logger. Expected ones (409, 400, 503) are not.
    * @defaultValue undefined (not logged)
    */
-  logger?: { error: (details: { err: unknown }, message: string) => void };
+  logger?: {
+    /** Called once per unexpected error, with the error as `err` (pino's convention). */
+    error: (details: { err: unknown }, message: string) => void;
+  };
 }
 
 /**
@@ -21,7 +24,7 @@ export function fencedErrorHandler(options: FencedErrorHandlerOptions = {}): Err
       next(error);
       return;
     }
-    const answer = toHttpError(error);
+    const answer = storeHttpError(error);
     if (answer.unexpected) options.logger?.error({ err: error }, 'request failed');
     sendHttpError(res, answer);
   };

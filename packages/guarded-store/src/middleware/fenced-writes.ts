@@ -14,7 +14,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { validateOpId } from '../fence.js';
 import type { GuardedCallback, GuardedStore } from '../guarded-store.js';
 import type { JsonCompatible } from '../json.js';
-import { sendHttpError, toHttpError } from './http-errors.js';
+import { sendHttpError, storeHttpError } from './http-errors.js';
 
 /** The guarded write a request may make, handed to the route by {@link fencedWrites}. */
 export interface GuardedWrite<DB> {
@@ -76,7 +76,7 @@ export function fencedWrites<DB>(options: FencedWritesOptions<DB>): RequestHandl
       });
     } catch (error) {
       if (isFencedError(error)) {
-        sendHttpError(res, toHttpError(error));
+        sendHttpError(res, storeHttpError(error));
         return;
       }
       next(error);

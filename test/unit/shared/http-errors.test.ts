@@ -8,8 +8,8 @@ import {
   LeaseLostError,
   LockedError,
   QuorumUnavailableError,
+  toHttpError,
 } from '@fenced/shared';
-import { toErrorResponse } from '../../../packages/coordinator/src/http/errors.js';
 
 describe('the error code → HTTP status table', () => {
   it('maps every shared error code to the status of DESIGN §5', () => {
@@ -23,35 +23,37 @@ describe('the error code → HTTP status table', () => {
       STALE_TOKEN: 409,
       MISSING_TOKEN: 428,
       QUORUM_UNAVAILABLE: 503,
+      SERVICE_UNREACHABLE: 503,
       INTERNAL: 500,
     });
   });
 
   it.each(ERROR_CODES.map((code) => [code]))('answers a FencedError with code %s by its row', (code) => {
-    const response = toErrorResponse(new FencedError(code, 'because'));
+    const response = toHttpError(new FencedError(code, 'because'));
     expect(response.status).toBe(HTTP_STATUS_BY_CODE[code]);
     expect(response.body.error.code).toBe(code);
   });
 
   it('keeps the message of errors written for callers', () => {
-    expect(toErrorResponse(new LockedError('r', 'resource is locked')).body).toEqual({
+    expect(toHttpError(new LockedError('r', 'resource is locked')).body).toEqual({
       error: { code: 'LOCKED', message: 'resource is locked' },
     });
-    expect(toErrorResponse(new LeaseLostError('r')).status).toBe(409);
-    expect(toErrorResponse(new QuorumUnavailableError('2 of 5 nodes answered')).status).toBe(503);
-    expect(toErrorResponse(new InvalidRequestError('ttlMs must be ...')).expected).toBe(true);
+    expect(toHttpError(new LeaseLostError('r')).status).toBe(409);
+    expect(toHttpError(new QuorumUnavailableError('2 of 5 nodes answered')).status).toBe(503);
+    expect(toHttpError(new InvalidRequestError('ttlMs must be ...')).unexpected).toBe(false);
   });
 
   it('turns unknown errors into 500 INTERNAL without their internals', () => {
     const secret = new Error('ERR connection to 10.0.0.7:6379 failed, lease abc123 args');
-    const response = toErrorResponse(secret);
+    const response = toHttpError(secret);
     expect(response).toEqual({
       status: 500,
+      headers: {},
       body: { error: { code: 'INTERNAL', message: 'internal error' } },
-      expected: false,
+      unexpected: true,
     });
-    expect(JSON.stringify(toErrorResponse('a string').body)).not.toContain('string');
-    expect(toErrorResponse(new InternalError('redis said x at 10.0.0.7')).body.error.message).toBe(
+    expect(JSON.stringify(toHttpError('a string').body)).not.toContain('string');
+    expect(toHttpError(new InternalError('redis said x at 10.0.0.7')).body.error.message).toBe(
       'internal error',
     );
   });
@@ -61,33 +63,55 @@ describe('the error code → HTTP status table', () => {
       status: 400,
       type: 'entity.parse.failed',
     });
-    expect(toErrorResponse(parse)).toEqual({
+    expect(toHttpError(parse)).toEqual({
       status: 400,
+      headers: {},
       body: {
         error: {
           code: 'INVALID_REQUEST',
           message: 'request body is not valid JSON (a JSON object is expected)',
         },
       },
-      expected: true,
+      unexpected: false,
     });
     const large = Object.assign(new Error('request entity too large'), {
       status: 413,
       type: 'entity.too.large',
       limit: 16384,
     });
-    expect(toErrorResponse(large).status).toBe(400);
-    expect(toErrorResponse(large).body.error.message).toContain('16384 bytes');
+    expect(toHttpError(large).status).toBe(400);
+    expect(toHttpError(large).body.error.message).toContain('16384 bytes');
     const decode = Object.assign(new URIError("Failed to decode param 'secret-lease-%E0%A4%A'"), {
       status: 400,
     });
-    expect(toErrorResponse(decode).body.error.message).not.toContain('secret');
+    expect(toHttpError(decode).body.error.message).not.toContain('secret');
     expect(
-      toErrorResponse(Object.assign(new Error('x'), { status: 415, type: 'charset.unsupported' })).status,
+      toHttpError(Object.assign(new Error('x'), { status: 415, type: 'charset.unsupported' })).status,
     ).toBe(400);
   });
 
+  it('answers every 503 with Retry-After', () => {
+    expect(toHttpError(new QuorumUnavailableError('2 of 5 nodes answered')).headers).toEqual({
+      'Retry-After': '1',
+    });
+  });
+
+  it('answers INTERNAL errors a retry may fix with 503, the caller-chosen message and no internals', () => {
+    const transient = (error: FencedError) => (error.message.includes('timeout') ? 'retry' : undefined);
+    expect(toHttpError(new InternalError('lock timeout at 10.0.0.7'), { transient })).toEqual({
+      status: 503,
+      headers: { 'Retry-After': '1' },
+      body: { error: { code: 'INTERNAL', message: 'retry' } },
+      unexpected: false,
+    });
+    expect(toHttpError(new InternalError('disk full'), { transient })).toMatchObject({
+      status: 500,
+      body: { error: { message: 'internal error' } },
+      unexpected: true,
+    });
+  });
+
   it('does not take a 5xx status on an unknown error as a client error', () => {
-    expect(toErrorResponse(Object.assign(new Error('x'), { status: 502 })).status).toBe(500);
+    expect(toHttpError(Object.assign(new Error('x'), { status: 502 })).status).toBe(500);
   });
 });

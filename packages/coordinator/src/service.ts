@@ -1,0 +1,13 @@
+// `@fenced/coordinator/service`: the HTTP service around the library — the express app, its configuration
+// from the environment, its logger, and the process around them. It loads express, pino, prom-client and zod;
+// the library entry (`@fenced/coordinator`) loads none of them.
+export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
+export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';
+export type { RequestLimits } from './http/schemas.js';
+export type { LeaseService, GrantedLease, NodeStatusView, NodeErrorEvent } from './http/lease-service.js';
+export { createServiceLogger, REDACTED_LOG_PATHS } from './http/service-logger.js';
+export type { ServiceLoggerOptions } from './http/service-logger.js';
+export { loadConfig, DEFAULT_SERVICE_CONFIG } from './config.js';
+export type { ServiceConfig, LogLevel } from './config.js';
+export { startServer, main } from './server.js';
+export type { RunningServer, StartServerOptions } from './server.js';

@@ -1,0 +1,286 @@
+// `npm run check:packages`: checks what npm users would get. Builds from clean, packs each workspace, installs
+// the tarballs into a scratch project in a temp dir (from npm's cache where it can), and then checks, as a
+// consumer would see them:
+// - every tarball has README.md and LICENSE (the root's text), no build info, no example code, and every file
+//   its `exports` map and `bin` name;
+// - `require()` and `import` of every public entry work and agree on the export names;
+// - the library entries load no HTTP stack (express, pino, prom-client, zod), seen by a module-resolution hook
+//   and by require.cache;
+// - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
+//   ESM and from CommonJS, compiles;
+// - the `fenced-coordinator` command runs (and refuses to start without its configuration).
+// Exits non-zero with every problem listed. `--keep` leaves the scratch project in place.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const keep = process.argv.includes('--keep');
+
+const PACKAGES = ['shared', 'coordinator', 'guarded-store'] as const;
+
+/** Every public entry, and whether it must load without the HTTP stack. */
+const ENTRIES: readonly { specifier: string; library: boolean }[] = [
+  { specifier: '@fenced/shared', library: true },
+  { specifier: '@fenced/coordinator', library: true },
+  { specifier: '@fenced/coordinator/client', library: true },
+  { specifier: '@fenced/coordinator/service', library: false },
+  { specifier: '@fenced/guarded-store', library: true },
+];
+const HTTP_STACK = ['express', 'pino', 'prom-client', 'zod'];
+
+const problems: string[] = [];
+const fail = (message: string): void => {
+  problems.push(message);
+  console.error(`  ✗ ${message}`);
+};
+const pass = (message: string): void => console.log(`  ✓ ${message}`);
+
+function run(command: string, args: readonly string[], cwd: string): string {
+  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+interface PackResult {
+  filename: string;
+  files: { path: string }[];
+}
+
+interface Manifest {
+  name: string;
+  version: string;
+  exports: Record<string, string | Record<string, string>>;
+  bin?: Record<string, string>;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'fenced-packages-'));
+try {
+  console.log(`building from clean, packing into ${scratch}`);
+  run('npx', ['tsc', '-b', '--clean'], root);
+  run('npx', ['tsc', '-b'], root);
+
+  const license = readFileSync(join(root, 'LICENSE'), 'utf8');
+  const tarballs: string[] = [];
+  for (const name of PACKAGES) {
+    const dir = join(root, 'packages', name);
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
+    const [packed] = JSON.parse(
+      run('npm', ['pack', '--json', '--pack-destination', scratch, '--loglevel=error'], dir),
+    ) as PackResult[];
+    if (packed === undefined) throw new Error(`npm pack gave no result for ${manifest.name}`);
+    tarballs.push(join(scratch, packed.filename));
+    const files = new Set(packed.files.map((file) => file.path));
+    console.log(`${manifest.name}: ${files.size} files`);
+    for (const required of ['README.md', 'LICENSE', 'package.json']) {
+      if (!files.has(required)) fail(`${manifest.name}: the tarball has no ${required}`);
+    }
+    if (readFileSync(join(dir, 'LICENSE'), 'utf8') !== license) {
+      fail(`${manifest.name}: LICENSE differs from the repository's`);
+    }
+    for (const file of files) {
+      if (file.endsWith('.tsbuildinfo')) fail(`${manifest.name}: ships build info ${file}`);
+      if (/(^|\/)example(s)?\//.test(file)) fail(`${manifest.name}: ships example code ${file}`);
+    }
+    const targets = Object.values(manifest.exports).flatMap((target) =>
+      typeof target === 'string'
+        ? [target]
+        : Object.entries(target)
+            .filter(([c]) => c !== '@fenced/source')
+            .map(([, t]) => t),
+    );
+    for (const target of [...targets, ...Object.values(manifest.bin ?? {})]) {
+      if (!files.has(target.replace(/^\.\//, '')))
+        fail(`${manifest.name}: ${target} is exported but not packed`);
+    }
+    pass(`${manifest.name}: README, LICENSE, every exported file; no build info, no example code`);
+  }
+
+  // The scratch project: the tarballs plus what a TypeScript user has anyway.
+  const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Manifest;
+  const devVersion = (name: string): string => rootManifest.devDependencies?.[name] ?? 'latest';
+  const project = join(scratch, 'consumer');
+  run('mkdir', ['-p', project], scratch);
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'fenced-consumer', private: true, type: 'module' }, null, 2),
+  );
+  console.log('installing the tarballs into a scratch project');
+  run(
+    'npm',
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      ...tarballs,
+      `typescript@${devVersion('typescript')}`,
+      `@types/node@${devVersion('@types/node')}`,
+    ],
+    project,
+  );
+
+  // A module-resolution hook records every module resolved through the ESM loader; require.cache shows the
+  // CommonJS ones. Together: every package a `require` or an `import` of an entry loaded.
+  writeFileSync(
+    join(project, 'record-hooks.mjs'),
+    `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context);
+  appendFileSync(process.env.FENCED_LOADED_LOG, result.url + '\\n');
+  return result;
+}
+`,
+  );
+  writeFileSync(
+    join(project, 'record.mjs'),
+    `import { register } from 'node:module';
+register('./record-hooks.mjs', import.meta.url);
+`,
+  );
+  const loadEntry = (
+    specifier: string,
+    how: 'require' | 'import',
+  ): { exports: string[]; loaded: string[] } => {
+    const log = join(scratch, `loaded-${how}-${specifier.replace(/\W+/g, '_')}.txt`);
+    writeFileSync(log, '');
+    const script =
+      how === 'require'
+        ? `const m = require(${JSON.stringify(specifier)});
+           const cached = Object.keys(require.cache);
+           console.log(JSON.stringify({ exports: Object.keys(m).sort(), cached }));`
+        : `const m = await import(${JSON.stringify(specifier)});
+           console.log(JSON.stringify({ exports: Object.keys(m).filter((k) => k !== 'default').sort(), cached: [] }));`;
+    const file = join(project, how === 'require' ? 'load.cjs' : 'load.mjs');
+    writeFileSync(file, script);
+    const result = spawnSync(process.execPath, ['--import', './record.mjs', file], {
+      cwd: project,
+      encoding: 'utf8',
+      env: { ...process.env, FENCED_LOADED_LOG: log },
+    });
+    if (result.status !== 0) {
+      const lines = result.stderr.trim().split('\n');
+      throw new Error(`${how} failed: ${lines.find((line) => /Error|ERR_/.test(line)) ?? lines[0] ?? ''}`);
+    }
+    const lastLine = result.stdout.trim().split('\n').at(-1) ?? '{}';
+    const output = JSON.parse(lastLine) as { exports: string[]; cached: string[] };
+    const loaded = [...readFileSync(log, 'utf8').split('\n'), ...output.cached].filter((line) => line !== '');
+    return { exports: output.exports, loaded };
+  };
+  const stackIn = (loaded: readonly string[]): string[] =>
+    HTTP_STACK.filter((name) => loaded.some((file) => file.includes(`/node_modules/${name}/`)));
+
+  for (const { specifier, library } of ENTRIES) {
+    try {
+      const required = loadEntry(specifier, 'require');
+      const imported = loadEntry(specifier, 'import');
+      if (required.exports.length === 0) fail(`${specifier}: require() gave no exports`);
+      if (required.exports.join() !== imported.exports.join()) {
+        fail(`${specifier}: require() and import export different names`);
+      }
+      if (library) {
+        const stack = [...new Set([...stackIn(required.loaded), ...stackIn(imported.loaded)])];
+        if (stack.length > 0) fail(`${specifier}: loading it loads ${stack.join(', ')}`);
+      }
+      pass(
+        `${specifier}: require() and import work (${required.exports.length} exports)` +
+          (library ? `; loads none of ${HTTP_STACK.join(', ')}` : ''),
+      );
+    } catch (error) {
+      fail(`${specifier}: ${(error as Error).message}`);
+    }
+  }
+
+  // A strict TypeScript consumer of every entry, from ESM and from CommonJS.
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify(
+      {
+        compilerOptions: {
+          strict: true,
+          skipLibCheck: false,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          lib: ['es2023', 'esnext.disposable'],
+          types: ['node'],
+          noEmit: true,
+        },
+        include: ['consumer.ts', 'consumer.cts'],
+      },
+      null,
+      2,
+    ),
+  );
+  writeFileSync(
+    join(project, 'consumer.ts'),
+    `import { Coordinator, DEFAULT_COORDINATOR_OPTIONS, type CoordinatorOptions, type Lease } from '@fenced/coordinator';
+import { CoordinatorClient, type ClientLease } from '@fenced/coordinator/client';
+import { createApp, loadConfig, startServer, type ServiceConfig } from '@fenced/coordinator/service';
+import { GuardedStore, createDatabase, fencedWrites, migrate, type GuardedStoreOptions } from '@fenced/guarded-store';
+import { StaleTokenError, formatToken, toHttpError, type FencedLease } from '@fenced/shared';
+
+const options: CoordinatorOptions = { nodes: ['redis://127.0.0.1:6379'], ...DEFAULT_COORDINATOR_OPTIONS };
+const storeOptions: GuardedStoreOptions = { schema: 'app' };
+export async function use(lease: Lease, clientLease: ClientLease, config: ServiceConfig): Promise<string> {
+  const fenced: FencedLease = lease;
+  const store = new GuardedStore(createDatabase<{ t: { id: number } }>({ connectionString: 'postgres://x' }), storeOptions);
+  await migrate(createDatabase<unknown>({ connectionString: 'postgres://x' }));
+  const middleware = fencedWrites({ store, resource: (req) => String(req.params['id']) });
+  const app = createApp({ coordinator: new Coordinator(options) });
+  const client = new CoordinatorClient({ baseUrl: 'http://127.0.0.1:8080' });
+  void [middleware, app, client, startServer, loadConfig, config, toHttpError(new StaleTokenError('r', 1n, 2n))];
+  return formatToken(fenced.token) + formatToken(clientLease.token);
+}
+`,
+  );
+  writeFileSync(
+    join(project, 'consumer.cts'),
+    `import coordinator = require('@fenced/coordinator');
+import client = require('@fenced/coordinator/client');
+import service = require('@fenced/coordinator/service');
+import store = require('@fenced/guarded-store');
+import shared = require('@fenced/shared');
+
+export const names: string[] = [
+  coordinator.Coordinator.name,
+  client.CoordinatorClient.name,
+  service.createApp.name,
+  store.GuardedStore.name,
+  shared.FencedError.name,
+];
+`,
+  );
+  const tsc = spawnSync(process.execPath, [join(project, 'node_modules/typescript/bin/tsc'), '-p', project], {
+    cwd: project,
+    encoding: 'utf8',
+  });
+  if (tsc.status === 0)
+    pass('a strict TypeScript consumer (skipLibCheck: false, nodenext; ESM and CJS) compiles');
+  else fail(`a strict TypeScript consumer does not compile:\n${tsc.stdout}${tsc.stderr}`);
+
+  // The command: without configuration it must refuse to start, naming the variable, with exit code 2.
+  const bin = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), [], {
+    cwd: project,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 30_000,
+  });
+  if (bin.status === 2 && bin.stderr.includes('FENCED_REDIS_URLS')) {
+    pass('fenced-coordinator runs, and refuses to start without FENCED_REDIS_URLS');
+  } else {
+    fail(`fenced-coordinator: exit code ${bin.status}, stderr ${JSON.stringify(bin.stderr.slice(0, 400))}`);
+  }
+} finally {
+  if (keep) console.log(`scratch project kept in ${scratch}`);
+  else rmSync(scratch, { recursive: true, force: true });
+}
+
+if (problems.length > 0) {
+  console.error(`\n${problems.length} problem(s) with the packages`);
+  process.exit(1);
+}
+console.log('\nthe packages install, load and compile as a user would see them');
