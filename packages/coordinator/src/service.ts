@@ -4,7 +4,13 @@
 export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
 export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';
 export type { RequestLimits } from './http/schemas.js';
-export type { LeaseService, GrantedLease, NodeStatusView, NodeErrorEvent } from './http/lease-service.js';
+export type {
+  LeaseService,
+  GrantedLease,
+  GrantedMultiLease,
+  NodeStatusView,
+  NodeErrorEvent,
+} from './http/lease-service.js';
 export { createServiceLogger, REDACTED_LOG_PATHS } from './http/service-logger.js';
 export type { ServiceLoggerOptions } from './http/service-logger.js';
 export { loadConfig, DEFAULT_SERVICE_CONFIG } from './config.js';

@@ -69,6 +69,7 @@ export const DEFAULT_GUARDED_STORE_OPTIONS = Object.freeze({
   proofCacheSize: 10_000,
 } as const satisfies Required<Omit<GuardedStoreOptions, 'verifyKeys'>>);
 
+/** The options a store runs with: every option, defaults filled in, validated and frozen; `verifyKeys` as a map. */
 export type ResolvedGuardedStoreOptions = Readonly<
   Required<Omit<GuardedStoreOptions, 'verifyKeys'>> & {
     /** The verification keys by id, or `undefined` when the store does not verify proofs. */

@@ -24,6 +24,7 @@ import { createHash, createPrivateKey, createPublicKey, KeyObject, sign, verify 
 import { InvalidProofError, InvalidRequestError } from './errors.js';
 import { assertToken } from './token.js';
 
+/** The version prefix of every proof this code writes (`v1.<keyId>.<signature>`). */
 export const PROOF_VERSION = 'v1';
 
 /** A signing key's id: what `v1.<keyId>.…` names and what a store's `verifyKeys` are keyed by. */

@@ -79,6 +79,7 @@ export class ClientMultiLease implements FencedMultiLease, AsyncDisposable {
   get proofs(): ReadonlyMap<string, string> | undefined {
     return this.#proofs;
   }
+  /** The ttl of the last grant or extension, in milliseconds. */
   get ttlMs(): number {
     return this.#grant.ttlMs;
   }
@@ -86,9 +87,11 @@ export class ClientMultiLease implements FencedMultiLease, AsyncDisposable {
   get validityMs(): number {
     return this.#grant.validityMs;
   }
+  /** Wall-clock estimate of the end of validity, for people; code should use `remainingMs()`. */
   get expiresAt(): Date {
     return this.#grant.expiresAt;
   }
+  /** Whether `release()` completed. */
   get released(): boolean {
     return this.#released !== undefined;
   }
@@ -96,6 +99,7 @@ export class ClientMultiLease implements FencedMultiLease, AsyncDisposable {
   get signal(): AbortSignal {
     return this.#watch.signal;
   }
+  /** Whether a keeper extends the lease in the background (`autoExtend`), until release, loss or close. */
   get autoExtending(): boolean {
     return this.#watch.autoExtending;
   }
@@ -139,10 +143,12 @@ export class ClientMultiLease implements FencedMultiLease, AsyncDisposable {
     return this.#released;
   }
 
+  /** `await using`: releases the lease. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
 
+  /** Never prints the lease id. */
   toJSON(): { resources: string[]; tokens: Record<string, string>; validityMs: number; expiresAt: string } {
     return {
       resources: [...this.resources],

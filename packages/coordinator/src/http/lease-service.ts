@@ -28,6 +28,7 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
   extend(resources: readonly string[], leaseId: string, ttlMs: number): Promise<GrantedMultiLease>;
   /** See `Coordinator.release`: an expired lease is released already. */
   release(resource: string, leaseId: string): Promise<void>;
+  /** Every resource of a multi-resource lease (`DELETE /v1/leases/{leaseId}`). */
   release(resources: readonly string[], leaseId: string): Promise<void>;
   /** See `Coordinator.inspect`: never a lease id. */
   inspect(resource: string): Promise<{ held: boolean; token?: bigint }>;
