@@ -1,16 +1,10 @@
-import {
-  ErrorCode,
-  QuorumUnavailableError,
-  formatToken,
-  isFencedError,
-  type LeaseResponseBody,
-} from '@fenced/shared';
+import { formatToken, type LeaseResponseBody } from '@fenced/shared';
 import { Router, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { GrantedLease, LeaseService } from './lease-service.js';
-import { safeError } from './request-log.js';
+import { createRouteSupport } from './route-support.js';
 import { parseOrThrow, type Schemas } from './schemas.js';
-import type { DenialReason, ServiceMetrics } from './service-metrics.js';
+import type { ServiceMetrics } from './service-metrics.js';
 
 export interface LockRoutesDeps {
   coordinator: LeaseService;
@@ -23,78 +17,22 @@ export interface LockRoutesDeps {
 
 /** The `/v1/locks` routes of DESIGN §5. */
 export function lockRoutes(deps: LockRoutesDeps): Router {
-  const { coordinator, schemas, metrics, logger, shutdownSignal } = deps;
+  const { coordinator, schemas, metrics } = deps;
   const router = Router();
 
-  // Acquires in progress, each with its own controller. Shutdown aborts them one by one (rather than every
-  // request combining its signal with the long-lived shutdown signal through AbortSignal.any, which keeps a
-  // reference per request on that signal).
-  const inProgress = new Set<AbortController>();
-  shutdownSignal.addEventListener(
-    'abort',
-    () => {
-      for (const controller of inProgress) controller.abort(shutdownSignal.reason);
-    },
-    { once: true },
-  );
+  const support = createRouteSupport(deps);
+  const observe = support.observe.bind(support);
 
   router.post('/v1/locks/:resource/leases', async (req, res) => {
     const resource = parseOrThrow(schemas.resource, req.params.resource, 'resource');
     const body = parseOrThrow(schemas.acquireBody, req.body, 'request body');
-    const timer = metrics.operationSeconds.startTimer({ operation: 'acquire' });
-
-    // The wait happens here, on the server. When the client goes away we stop waiting, and a lease that
-    // is granted anyway (the grant raced the disconnect) or whose response never left is released at once:
-    // nobody knows its id, so it could only block the resource until its TTL ran out.
-    const cancel = new AbortController();
-    let clientGone = false;
-    let lease: GrantedLease | undefined;
-    res.once('close', () => {
-      if (res.writableFinished) return;
-      clientGone = true;
-      cancel.abort(new Error('client disconnected'));
-      if (lease) void releaseAbandoned(lease);
-    });
-
-    if (shutdownSignal.aborted) cancel.abort(shutdownSignal.reason);
-    inProgress.add(cancel);
-    metrics.acquiresInFlight.inc();
-    try {
-      lease = await coordinator.acquire(resource, {
-        ttlMs: body.ttlMs,
-        waitMs: body.waitMs ?? 0,
-        signal: cancel.signal,
-      });
-    } catch (error) {
-      if (clientGone) {
-        deny('client_disconnected');
-        return;
-      }
-      if (shutdownSignal.aborted && !isFencedError(error)) {
-        deny('shutting_down');
-        throw new QuorumUnavailableError('the service is shutting down; retry (another instance)');
-      }
-      deny(denialReason(error));
-      throw error;
-    } finally {
-      inProgress.delete(cancel);
-      metrics.acquiresInFlight.dec();
-    }
-
-    if (clientGone) {
-      timer({ outcome: 'client_disconnected' });
-      await releaseAbandoned(lease);
-      return;
-    }
-    metrics.grants.inc();
-    timer({ outcome: 'granted' });
-    sendLease(res, 201, lease);
-
-    function deny(reason: DenialReason): void {
-      metrics.denials.inc({ reason });
-      if (reason === 'quorum_unavailable') metrics.quorumFailures.inc({ operation: 'acquire' });
-      timer({ outcome: reason });
-    }
+    await support.serverSideAcquire(
+      res,
+      'acquire',
+      (signal) => coordinator.acquire(resource, { ttlMs: body.ttlMs, waitMs: body.waitMs ?? 0, signal }),
+      (lease) => coordinator.release(lease.resource, lease.id),
+      (lease) => sendLease(res, 201, lease),
+    );
   });
 
   router.post('/v1/locks/:resource/leases/:leaseId/extend', async (req, res) => {
@@ -125,37 +63,6 @@ export function lockRoutes(deps: LockRoutesDeps): Router {
   });
 
   return router;
-
-  async function observe<T>(
-    operation: string,
-    outcomes: ServiceMetrics['extends'] | null,
-    success: string,
-    call: () => Promise<T>,
-  ): Promise<T> {
-    const timer = metrics.operationSeconds.startTimer({ operation });
-    try {
-      const result = await call();
-      outcomes?.inc({ outcome: success });
-      timer({ outcome: success });
-      return result;
-    } catch (error) {
-      const outcome = errorOutcome(error);
-      outcomes?.inc({ outcome });
-      if (outcome === 'quorum_unavailable') metrics.quorumFailures.inc({ operation });
-      timer({ outcome });
-      throw error;
-    }
-  }
-
-  async function releaseAbandoned(lease: GrantedLease): Promise<void> {
-    metrics.grantsReleasedAfterDisconnect.inc();
-    try {
-      await coordinator.release(lease.resource, lease.id);
-    } catch (error) {
-      // The lease then ends at its TTL; the guard keeps the data safe either way.
-      logger.warn({ err: safeError(error) }, 'could not release a lease granted after its client went away');
-    }
-  }
 }
 
 function sendLease(res: Response, status: 200 | 201, lease: GrantedLease): void {
@@ -169,25 +76,4 @@ function sendLease(res: Response, status: 200 | 201, lease: GrantedLease): void 
     ...(lease.proof !== undefined ? { proof: lease.proof } : {}),
   };
   res.status(status).json(body);
-}
-
-export function errorOutcome(error: unknown): string {
-  if (!isFencedError(error)) return 'internal';
-  switch (error.code) {
-    case ErrorCode.LEASE_LOST:
-      return 'lost';
-    case ErrorCode.LOCKED:
-      return 'locked';
-    case ErrorCode.QUORUM_UNAVAILABLE:
-      return 'quorum_unavailable';
-    case ErrorCode.INVALID_REQUEST:
-      return 'invalid_request';
-    default:
-      return 'internal';
-  }
-}
-
-export function denialReason(error: unknown): DenialReason {
-  const outcome = errorOutcome(error);
-  return outcome === 'lost' ? 'internal' : (outcome as DenialReason);
 }
