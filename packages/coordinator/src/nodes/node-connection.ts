@@ -16,6 +16,7 @@ import {
   type ExtendReply,
   type FinishRepairReply,
   type FoldReply,
+  type FreshInitReply,
   type InspectReply,
   type PromiseReply,
   type RepairMarkerReply,
@@ -31,6 +32,7 @@ import {
   floorKey,
   foldLockKey,
   incarnationKey,
+  freshMarkKey,
   repairMarkerKey,
   resourceKeyPattern,
   tokenKeyPattern,
@@ -307,6 +309,21 @@ export class NodeConnection implements ProtocolNode {
       timeoutMs,
       [this.incarnationKey, repairMarkerKey(this.prefix)],
       [repairId, incarnation],
+    );
+  }
+
+  /** One step of a fresh-cluster initialization (fresh-init.lua; the argument is in nodes/fresh-cluster.ts). */
+  freshInit(
+    timeoutMs: number,
+    step: 'mark' | 'check' | 'init',
+    nonce: string,
+    argument: string | number,
+  ): Promise<FreshInitReply> {
+    return this.script(
+      'fresh-init',
+      timeoutMs,
+      [this.incarnationKey, freshMarkKey(this.prefix)],
+      [step, nonce, argument],
     );
   }
 

@@ -19,16 +19,15 @@
  * and the status view all read the same per-node facts; the repair itself lives in nodes/repair.ts.
  */
 import type { Redis } from 'ioredis';
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
 import type { UnsafeNode } from '../errors.js';
 import type { CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from '../protocol/protocol-node.js';
-import { incarnationKey } from '../redlock/keys.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink } from './node-connection.js';
+import { initializeFreshCluster } from './fresh-cluster.js';
 import { repairNode, type RepairContext, type RepairNode } from './repair.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
@@ -49,6 +48,8 @@ export interface NodeStatus {
 
 /** How often nodes that do not vote are probed again (reconnected, reconfigured, repaired elsewhere). */
 const RECHECK_INTERVAL_MS = 1_000;
+/** How long a fresh-cluster mark outlives an initializing process that died between its steps. */
+const FRESH_MARK_TTL_MS = 30_000;
 /** Registers per fold step (SCAN COUNT hint): bounds how long one step blocks a node. */
 const FOLD_BATCH = 500;
 
@@ -326,35 +327,20 @@ export class NodeSet implements ProtocolContext {
       }
       return;
     }
-    if (await this.freshCluster()) {
-      // No node is initialized, so no node has ever voted (every script refuses to without the incarnation key),
-      // and none holds a register or a floor: there is no state one node could hold that another lacks.
-      // Initializing every node at once is then safe — a brand-new cluster, or several coordinators initializing it
-      // together (SET NX). With any node unreachable, nothing is initialized.
-      const inc = incarnationKey(this.settings.keyPrefix);
-      await Promise.all(
-        uninitialized.map(async (node) => {
-          try {
-            await node.call('initialize', this.probeTimeoutMs, (c) => c.set(inc, randomUUID(), 'NX'));
-            node.initialized = true;
-          } catch {
-            // stays non-voting; the next re-check tries again
-          }
-        }),
-      );
-    }
-  }
-
-  /** Every node reachable, none initialized, and none holds a lease, a token register or a floor. */
-  private async freshCluster(): Promise<boolean> {
-    if (!this.nodes.every((n) => n.lastProbe?.reachable === true && n.lastProbe.initialized === false)) {
-      return false;
-    }
-    try {
-      const found = await Promise.all(this.nodes.map((n) => n.hasResourceKeys(this.probeTimeoutMs)));
-      return !found.includes(true);
-    } catch {
-      return false;
+    if (!this.nodes.every((n) => n.lastProbe?.reachable === true && n.lastProbe.initialized === false))
+      return;
+    // No node is initialized as far as the last probe saw: a brand-new cluster, or several coordinators starting
+    // one together. The probe is no proof (a node can be initialized, vote and restart empty meanwhile), so the
+    // initialization marks, checks and only then initializes every node (nodes/fresh-cluster.ts holds the
+    // argument). With any node unreachable, nothing is initialized.
+    const outcome = await initializeFreshCluster(this.nodes, {
+      timeoutMs: this.probeTimeoutMs,
+      markTtlMs: FRESH_MARK_TTL_MS,
+      // A node whose configuration is refused is checked like the others but not initialized: it joins later.
+      initialize: (index) => uninitialized.includes(this.nodes[index]!),
+    });
+    if (outcome.kind === 'initialized') {
+      for (const index of outcome.initialized) this.nodes[index]!.initialized = true;
     }
   }
 

@@ -45,6 +45,14 @@ export function repairMarkerKey(prefix: string): string {
   return `${prefix}:node:repair`;
 }
 
+/**
+ * Per-node mark of a fresh-cluster initialization in progress (nodes/fresh-cluster.ts): a node is initialized
+ * fresh only while it still holds the mark set before every other node was checked.
+ */
+export function freshMarkKey(prefix: string): string {
+  return `${prefix}:node:fresh`;
+}
+
 /** SCAN pattern of every token register under the prefix (glob characters in the prefix escaped). */
 export function tokenKeyPattern(prefix: string): string {
   return `${globEscape(prefix)}:{*}:token`;

@@ -36,7 +36,8 @@ export type ScriptName =
   | 'repair-read'
   | 'repair-raise'
   | 'finish-repair'
-  | 'fold';
+  | 'fold'
+  | 'fresh-init';
 
 /** The codes each script may return. */
 export const SCRIPT_CODES = {
@@ -62,6 +63,7 @@ export const SCRIPT_CODES = {
   'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
+  'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_REPAIR_MARKER],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
 
 /** Results shared by several scripts: the node must not vote. */
@@ -111,6 +113,9 @@ export type FoldReply =
   | { readonly kind: 'not-initialized' }
   | { readonly kind: 'corrupt' };
 export type FinishRepairReply = { readonly kind: 'finished' } | { readonly kind: 'no-repair-marker' };
+/** fresh-init.lua: `ok` (marked, mark still ours, or initialized), `initialized` (not fresh), `mark-lost`. */
+export type FreshInitReply =
+  { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'mark-lost' };
 
 export interface ScriptReplies {
   acquire: AcquireReply;
@@ -123,6 +128,7 @@ export interface ScriptReplies {
   'repair-raise': RepairRaiseReply;
   'finish-repair': FinishRepairReply;
   fold: FoldReply;
+  'fresh-init': FreshInitReply;
 }
 
 /**
@@ -240,6 +246,16 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'not-initialized' });
       case ScriptCode.CORRUPT:
         return r.done({ kind: 'corrupt' });
+    }
+  },
+  'fresh-init': (r) => {
+    switch (r.code(SCRIPT_CODES['fresh-init'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'ok' });
+      case ScriptCode.INITIALIZED:
+        return r.done({ kind: 'initialized' });
+      case ScriptCode.NO_REPAIR_MARKER:
+        return r.done({ kind: 'mark-lost' });
     }
   },
   'finish-repair': (r) => {

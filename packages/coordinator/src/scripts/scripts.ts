@@ -18,6 +18,7 @@ export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' }
   'repair-raise': 'batch',
   'finish-repair': 2,
   fold: 3,
+  'fresh-init': 2,
 };
 
 export const SCRIPT_NAMES = Object.keys(SCRIPT_KEY_COUNTS) as ScriptName[];
