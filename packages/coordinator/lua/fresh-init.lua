@@ -1,29 +1,31 @@
 -- fresh-init.lua: the three steps of initializing a brand-new cluster (DESIGN §3; nodes/fresh-cluster.ts holds
 -- the safety argument). A node is initialized fresh only while it still holds the mark this process set on it
 -- before it checked every other node: a node that restarted empty since then has lost the mark and refuses.
+-- Several processes may initialize at once: each adds its own mark to the set, and each decides on its own.
 --
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
--- KEYS[2]  fresh mark       `<prefix>:node:fresh`, value = the initializing process's nonce
+-- KEYS[2]  fresh marks      `<prefix>:node:fresh`, a set of the initializing processes' nonces
 -- ARGV[1]  'mark' (step 1), 'check' (step 2) or 'init' (step 3)
 -- ARGV[2]  nonce of this initialization
--- ARGV[3]  'mark': mark ttl in milliseconds (integer); 'init': the new incarnation id; 'check': unused ('')
+-- ARGV[3]  'mark': how long the marks live, in milliseconds (integer); 'init': the new incarnation id;
+--          'check': unused ('')
 --
 -- Returns
---   {1}   OK: 'mark' set the mark (replacing another process's: the last marker wins, the others give up);
---         'check' found the mark ours; 'init' set the incarnation key and deleted the mark.
---   {10}  INITIALIZED: the node holds its incarnation key: the cluster is not fresh (or another process finished
---         first); nothing was written.
---   {6}   NO_REPAIR_MARKER ('check', 'init'): the mark is gone or not ours — the node restarted since step 1, the
---         mark expired, or another process marked it after us. Nothing was written; this initialization gives up.
+--   {1}   OK: 'mark' added our mark; 'check' found it; 'init' set the incarnation key and deleted the marks.
+--   {10}  INITIALIZED: the node holds its incarnation key (the cluster is not fresh, or another process
+--         initialized this node first); nothing was written.
+--   {6}   NO_REPAIR_MARKER ('check', 'init'): our mark is gone — the node restarted since step 1, or the marks
+--         expired. Nothing was written; this initialization gives up.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {10}
 end
 if ARGV[1] == 'mark' then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  redis.call('SADD', KEYS[2], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
   return {1}
 end
-if redis.call('GET', KEYS[2]) ~= ARGV[2] then
+if redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 then
   return {6}
 end
 if ARGV[1] == 'init' then

@@ -11,7 +11,7 @@ import type { FreshInitReply } from '../../../packages/coordinator/src/scripts/s
 /** One Redis node's state as the fresh initialization and a token register see it. */
 class MemoryNode implements FreshInitNode {
   incarnation: string | null = null;
-  mark: string | null = null;
+  readonly marks = new Set<string>();
   register = 0n;
   /** Runs before each call this node receives: the schedule's hook. */
   beforeCall: () => void = () => undefined;
@@ -28,13 +28,13 @@ class MemoryNode implements FreshInitNode {
     // fresh-init.lua, line for line.
     if (this.incarnation !== null) return Promise.resolve({ kind: 'initialized' });
     if (step === 'mark') {
-      this.mark = nonce;
+      this.marks.add(nonce);
       return Promise.resolve({ kind: 'ok' });
     }
-    if (this.mark !== nonce) return Promise.resolve({ kind: 'mark-lost' });
+    if (!this.marks.has(nonce)) return Promise.resolve({ kind: 'mark-lost' });
     if (step === 'init') {
       this.incarnation = String(argument);
-      this.mark = null;
+      this.marks.clear();
     }
     return Promise.resolve({ kind: 'ok' });
   }
@@ -47,7 +47,7 @@ class MemoryNode implements FreshInitNode {
   /** A restart without data: everything is gone. */
   restartEmpty(): void {
     this.incarnation = null;
-    this.mark = null;
+    this.marks.clear();
     this.register = 0n;
   }
 }
@@ -65,7 +65,7 @@ describe('initializing a fresh cluster', () => {
     const nodes = ['A', 'B', 'C'].map((name) => new MemoryNode(name));
     const outcome = await initializeFreshCluster(nodes, OPTIONS);
     expect(outcome).toEqual({ kind: 'initialized', initialized: [0, 1, 2] });
-    expect(nodes.every((n) => n.incarnation !== null && n.mark === null)).toBe(true);
+    expect(nodes.every((n) => n.incarnation !== null && n.marks.size === 0)).toBe(true);
   });
 
   it('gives up when any node is initialized or holds a register', async () => {
@@ -91,7 +91,7 @@ describe('initializing a fresh cluster', () => {
           // Another coordinator initializes the whole cluster (its calls do not go through this hook).
           for (const n of nodes) {
             n.incarnation ??= `other-${n.name}`;
-            n.mark = null;
+            n.marks.clear();
           }
           // Grant G: A and C promise token 1000; then C restarts empty.
           a.register = 1000n;
@@ -112,13 +112,14 @@ describe('initializing a fresh cluster', () => {
     }
   });
 
-  it('lets the last of several concurrent initializations win, and the others give up without writing', async () => {
+  it('lets several concurrent initializations all succeed, each on its own marks', async () => {
     const nodes = ['A', 'B', 'C'].map((name) => new MemoryNode(name));
     const outcomes = await Promise.all([
       initializeFreshCluster(nodes, OPTIONS),
       initializeFreshCluster(nodes, OPTIONS),
+      initializeFreshCluster(nodes, OPTIONS),
     ]);
     expect(nodes.every((n) => n.incarnation !== null)).toBe(true);
-    expect(outcomes.some((o) => o.kind === 'initialized' && o.initialized.length === 3)).toBe(true);
+    expect(outcomes).toEqual(outcomes.map(() => ({ kind: 'initialized', initialized: [0, 1, 2] })));
   });
 });

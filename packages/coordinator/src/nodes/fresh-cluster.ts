@@ -24,9 +24,9 @@
  * before t1 and lost it by restarting before t1. G's majority holds at least one other node Y that did not lose its
  * state (a quorum protocol survives at most N − quorum lost nodes, and 2·quorum − N ≥ 1), and Y was initialized
  * before G, hence before t1 — and still is. Step 2 read Y after every step-1 mark was acknowledged, so after t1: it
- * saw Y initialized and gave up. Contradiction. Several processes initializing at once are safe too: the last mark
- * on a node wins, and a process whose mark was replaced gives up at step 2 or 3 (nodes another process already
- * initialized answer `initialized`, which is the state we wanted).
+ * saw Y initialized and gave up. Contradiction. The argument speaks of one process's own mark and its own checks, so
+ * several processes initializing at once are each safe: every node keeps a set of marks, each process adds its own,
+ * and a node another process initialized first answers `initialized` at step 3 — the state we wanted.
  *
  * Tests that fail when this breaks: test/unit/coordinator/fresh-cluster.test.ts (the schedule above, and the
  * one-observation initialization as its negative control), test/integration/coordinator/lifecycle.test.ts.
@@ -58,10 +58,13 @@ export interface FreshInitOptions {
   readonly newId?: () => string;
 }
 
-/** What a fresh initialization did: `initialized` lists the nodes it initialized (by position in `nodes`). */
+/**
+ * What a fresh initialization did: `initialized` lists the nodes that hold their incarnation key after step 3 (by
+ * position in `nodes`), whether this process or a concurrent one set it.
+ */
 export type FreshInitOutcome =
   | { readonly kind: 'initialized'; readonly initialized: readonly number[] }
-  /** The cluster is not fresh, a node could not be reached, or another process marked a node after us. */
+  /** The cluster is not fresh (or another process initialized a node first), a node lost our mark or did not answer. */
   | { readonly kind: 'gave-up'; readonly why: string };
 
 /**
@@ -105,7 +108,7 @@ export async function initializeFreshCluster(
     ),
   );
   const initialized = results.flatMap((r, i) =>
-    r.status === 'fulfilled' && r.value.kind === 'ok' ? [i] : [],
+    r.status === 'fulfilled' && (r.value.kind === 'ok' || r.value.kind === 'initialized') ? [i] : [],
   );
   return { kind: 'initialized', initialized };
 }

@@ -341,6 +341,10 @@ export class NodeSet implements ProtocolContext {
     });
     if (outcome.kind === 'initialized') {
       for (const index of outcome.initialized) this.nodes[index]!.initialized = true;
+    } else {
+      // Most often another coordinator is initializing the same fresh cluster at this moment: look again, so that
+      // this process sees the nodes it initialized without waiting for the next re-check.
+      await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
     }
   }
 
