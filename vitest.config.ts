@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // One config, three projects. `unit` needs no servers; `integration` and `fault` start their own Redis
-// processes and Postgres databases through test/support (or use FENCED_REDIS_URLS / FENCED_DATABASE_URL).
+// processes and Postgres databases through @fenced/test-utils (or use FENCED_REDIS_URLS / FENCED_DATABASE_URL).
 const shared = {
   resolve: { conditions: ['@fenced/source'] },
   ssr: { resolve: { conditions: ['@fenced/source'] } },

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { findOrStartPostgres, type PostgresServer } from '../test/support/postgres.js';
-import { startRedisNodes, type RedisNodes } from '../test/support/redis-cluster.js';
+import { findOrStartPostgres, type PostgresServer } from '@fenced/test-utils/postgres';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { summarizeLatencies } from './statistics.js';
 
 /** What the numbers were measured on. */

@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { Coordinator } from '@fenced/coordinator';
 import { Redis } from 'ioredis';
 import * as prettier from 'prettier';
-import { startRedisNodes, type RedisNodes } from '../test/support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { keyCounts, machineInfo, probeFsync, sourceRevision, usedMemory } from './bench-environment.js';
 import { docMarkers, writeDocTables } from './report.js';
 import { sleep } from './runner.js';

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import { GuardedStore, createDatabase } from '@fenced/guarded-store';
 import { leaseIdDigest, signProof, verifyProof } from '@fenced/shared';
-import { createTestSchema, findOrStartPostgres } from '../test/support/postgres.js';
+import { createTestSchema, findOrStartPostgres } from '@fenced/test-utils/postgres';
 import { runWorkers } from './runner.js';
 import { median, summarizeLatencies } from './statistics.js';
 

@@ -6,8 +6,8 @@ import {
   combine,
   reportOverlaps,
   type CheckResult,
-} from '../test/support/checkers.js';
-import type { CommitRecord, HistoryData, HistoryEvent } from '../test/support/history.js';
+} from '@fenced/test-utils/checkers';
+import type { CommitRecord, HistoryData, HistoryEvent } from '@fenced/test-utils/history';
 import type { Lane, OpRecord, RunRecord, WorkerName } from './run-record.js';
 
 /** One lock grant, numbered in the order the acquires were sent. */
@@ -94,7 +94,7 @@ export function shortToken(token: string | bigint): string {
 }
 
 /**
- * Judges one run from its recorded history, with the checkers of test/support: tokens (G2), commit order
+ * Judges one run from its recorded history, with the checkers of @fenced/test-utils: tokens (G2), commit order
  * (G1/G3: no write of an older grant after a newer one) and the lost-update counter (G4). The verdict is
  * what the history shows, never what the scenario meant to show.
  */

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import { GuardedStore, createDatabase } from '@fenced/guarded-store';
-import { ClockShim } from '../test/support/clock-shim.js';
-import { proxyEach, type FaultProxies } from '../test/support/fault-proxy.js';
-import { createTestSchema, findOrStartPostgres } from '../test/support/postgres.js';
-import { RedisNode } from '../test/support/redis-node.js';
+import { ClockShim } from '@fenced/test-utils/clock-shim';
+import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
+import { createTestSchema, findOrStartPostgres } from '@fenced/test-utils/postgres';
+import { RedisNode } from '@fenced/test-utils/redis-node';
 import type { CleanupStack } from './cleanup-stack.js';
 import { createCounterTables, type CounterDatabase } from './counter-table.js';
 import { WorkerHandle } from './worker-handle.js';

@@ -16,7 +16,7 @@ function onSignal(signal: NodeJS.Signals): void {
 
 /**
  * Ctrl-C must stop things in order: drop the demo's schema, stop a Postgres cluster it started. The
- * test/support process registry defers to a program's own SIGINT/SIGTERM handler, and its exit hook, which
+ * @fenced/test-utils process registry defers to a program's own SIGINT/SIGTERM handler, and its exit hook, which
  * kills any child still running by pid, stays in place as the last resort.
  */
 function takeOverSignals(): void {

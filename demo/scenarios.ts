@@ -1,4 +1,4 @@
-import { FaultProxy } from '../test/support/fault-proxy.js';
+import { FaultProxy } from '@fenced/test-utils/fault-proxy';
 import { startCounterService } from './counter-service.js';
 import { FAULTY_NODE, NODE_COUNT } from './demo-environment.js';
 import { ScenarioError, type ScenarioContext } from './scenario-context.js';

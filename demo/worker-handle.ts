@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { own, waitForExit } from '../test/support/owned-processes.js';
+import { own, waitForExit } from '@fenced/test-utils/owned-processes';
 import {
   isWorkerReady,
   isWorkerReply,

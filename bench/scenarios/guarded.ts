@@ -1,6 +1,6 @@
 import { createDatabase, GuardedStore } from '@fenced/guarded-store';
 import { sql, type Kysely } from 'kysely';
-import { createTestSchema, type PostgresServer } from '../../test/support/postgres.js';
+import { createTestSchema, type PostgresServer } from '@fenced/test-utils/postgres';
 import type { BenchPlan } from '../bench-plan.js';
 import { interleave, runWorkers, type RunState } from '../runner.js';
 import { median, range, summarizeLatencies } from '../statistics.js';

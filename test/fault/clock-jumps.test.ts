@@ -2,9 +2,9 @@
 // touched) and a client process's. Redlock's timing assumptions break; tokens and the guard must not.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Lease } from '@fenced/coordinator';
-import { ClockShim } from '../support/clock-shim.js';
-import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
-import { History } from '../support/history.js';
+import { ClockShim } from '@fenced/test-utils/clock-shim';
+import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
+import { History } from '@fenced/test-utils/history';
 import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
 import { FaultWorld, uniqueResource } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, sleep, type Verdict } from './support/verdict.js';

@@ -1,7 +1,7 @@
 // F15: a contention storm — many clients, one resource, split votes and retries — while critical sections
 // outlive their leases now and then, so holders overlap.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { History } from '../support/history.js';
+import { History } from '@fenced/test-utils/history';
 import { FaultWorld, uniqueResource } from './support/fault-world.js';
 import { judge, type Verdict } from './support/verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './support/workload.js';

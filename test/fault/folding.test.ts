@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
 import { loadScripts, runScript } from '../../packages/coordinator/src/scripts/scripts.js';
-import { checkTokens } from '../support/checkers.js';
-import { History } from '../support/history.js';
-import { startRedisNodes, type RedisNodes } from '../support/redis-cluster.js';
-import { seededRandom } from '../support/seeded-random.js';
+import { checkTokens } from '@fenced/test-utils/checkers';
+import { History } from '@fenced/test-utils/history';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { seededRandom } from '@fenced/test-utils/seeded-random';
 import { recordedAcquire, recordedRelease, sleep } from './support/verdict.js';
 
 let env: RedisNodes;

@@ -4,8 +4,8 @@
 // whether an extend ever changed a lease's token; the lease then expires, a successor takes over, and the old
 // holder's late extend and late write are refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
-import { History } from '../support/history.js';
+import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
+import { History } from '@fenced/test-utils/history';
 import {
   lockPath,
   startTestService,

@@ -1,8 +1,8 @@
 // F11: an extend and a release that arrive late — after their lease expired and a successor took the
 // resource — must not touch the successor's lease.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { proxyEach } from '../support/fault-proxy.js';
-import { History } from '../support/history.js';
+import { proxyEach } from '@fenced/test-utils/fault-proxy';
+import { History } from '@fenced/test-utils/history';
 import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
 import { FaultWorld, leaseRef, uniqueResource } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';

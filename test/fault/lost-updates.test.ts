@@ -1,7 +1,7 @@
 // F18: reads outside the guard. The guard orders writes, but a value read before the guarded transaction may be
 // stale by the time it is written back: the lost-update counter must catch it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { History } from '../support/history.js';
+import { History } from '@fenced/test-utils/history';
 import { FaultWorld, uniqueResource } from './support/fault-world.js';
 import { judge, type Verdict } from './support/verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './support/workload.js';

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
 import { ConnectionLostError } from '@fenced/guarded-store';
 import { QuorumUnavailableError } from '@fenced/shared';
-import { FaultProxy, proxyEach, type FaultProxies } from '../support/fault-proxy.js';
-import { History } from '../support/history.js';
+import { FaultProxy, proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
+import { History } from '@fenced/test-utils/history';
 import {
   holderIncrement,
   readCounter,

@@ -2,8 +2,8 @@
 // The lock cannot help — a paused process does not know it was paused — so the guard must refuse its writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
-import { proxyEach } from '../support/fault-proxy.js';
-import { History } from '../support/history.js';
+import { proxyEach } from '@fenced/test-utils/fault-proxy';
+import { History } from '@fenced/test-utils/history';
 import { holderIncrement, recordedIncrement, type WriteMode } from './support/counter-ops.js';
 import { FaultWorld, uniqueResource } from './support/fault-world.js';
 import { naiveLock } from './support/naive-token-source.js';

@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
-import { proxyEach, type FaultProxies } from '../support/fault-proxy.js';
-import { History } from '../support/history.js';
+import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
+import { History } from '@fenced/test-utils/history';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
 import { FaultWorld, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
 import { crashPostgres, restartPostgres } from './support/postgres-crash.js';

@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenExhaustedError } from '@fenced/coordinator';
 import { MAX_TOKEN } from '@fenced/shared';
-import { ClockShim } from '../support/clock-shim.js';
-import { History } from '../support/history.js';
+import { ClockShim } from '@fenced/test-utils/clock-shim';
+import { History } from '@fenced/test-utils/history';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
 import { FaultWorld, leaseRef, tokenKey, uniqueResource } from './support/fault-world.js';
 import { throughDoubles } from './support/naive-token-source.js';

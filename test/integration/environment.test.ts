@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
-import { startRedisNodes, type RedisNodes } from '../support/redis-cluster.js';
-import { findOrStartPostgres, createTestSchema } from '../support/postgres.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { findOrStartPostgres, createTestSchema } from '@fenced/test-utils/postgres';
 
 function command(port: number, line: string): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -30,7 +30,7 @@ const MAGIC = 0x66656e636564636cn; // "fencedcl", the check word of clock-shim.c
 let building: Promise<string> | undefined;
 
 /**
- * Compiles clock-shim.c with gcc once per source version, into `test/support/clock-shim/` (gitignored), or
+ * Compiles clock-shim.c with gcc once per source version, into `src/clock-shim/` of this package (gitignored), or
  * into the temp directory when that is read-only. Safe against concurrent test workers: each compiles to a
  * unique name and renames into place atomically.
  */

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { GuardedStore } from '@fenced/guarded-store';
 import { InvalidProofError, InvalidRequestError, LockedError, StaleTokenError } from '@fenced/shared';
-import type { History } from '../../support/history.js';
+import type { History } from '@fenced/test-utils/history';
 import type { Lease } from '@fenced/coordinator';
 import { leaseRef, type CounterDb } from './fault-world.js';
 

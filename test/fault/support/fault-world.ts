@@ -9,10 +9,10 @@ import {
   findOrStartPostgres,
   type PostgresServer,
   type TestSchema,
-} from '../../support/postgres.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
-import { RedisNode, type RedisNodeOptions } from '../../support/redis-node.js';
-import type { CommitRecord, History } from '../../support/history.js';
+} from '@fenced/test-utils/postgres';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { RedisNode, type RedisNodeOptions } from '@fenced/test-utils/redis-node';
+import type { CommitRecord, History } from '@fenced/test-utils/history';
 
 /**
  * The data every fault scenario writes: one counter row per resource, incremented by read-modify-write, and a

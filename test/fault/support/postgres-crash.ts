@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import type { PostgresServer } from '../../support/postgres.js';
+import type { PostgresServer } from '@fenced/test-utils/postgres';
 
 /** Runs pg_ctl on our own throw-away cluster (as the postgres user when we are root). */
 function pgCtl(args: string[]): Promise<void> {

@@ -1,10 +1,10 @@
-import { FaultProxy, proxyEach, type FaultProxies } from '../../support/fault-proxy.js';
-import { History } from '../../support/history.js';
+import { FaultProxy, proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
+import { History } from '@fenced/test-utils/history';
 import { readCounter } from './counter-ops.js';
 import { seedRegistersAhead, uniqueResource, type FaultWorld } from './fault-world.js';
 import { judge, sleep, type Verdict } from './verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './workload.js';
-import { seededRandom } from '../../support/seeded-random.js';
+import { seededRandom } from '@fenced/test-utils/seeded-random';
 
 export type FaultStep =
   | { readonly kind: 'pause-node'; readonly node: number; readonly forMs: number }

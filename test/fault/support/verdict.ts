@@ -10,8 +10,8 @@ import {
   combine,
   reportOverlaps,
   type CheckResult,
-} from '../../support/checkers.js';
-import { toJson, type History } from '../../support/history.js';
+} from '@fenced/test-utils/checkers';
+import { toJson, type History } from '@fenced/test-utils/history';
 import { TokenExhaustedError } from '@fenced/coordinator';
 import type { FaultWorld } from './fault-world.js';
 import { leaseRef } from './fault-world.js';

@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { own, waitForExit } from '../../support/owned-processes.js';
-import type { History } from '../../support/history.js';
+import { own, waitForExit } from '@fenced/test-utils/owned-processes';
+import type { History } from '@fenced/test-utils/history';
 import type { WriteMode } from './counter-ops.js';
 import type { WorkerCommand, WorkerMessage, WorkerResult, WorkerSetup } from './worker-protocol.js';
 

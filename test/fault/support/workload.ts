@@ -1,6 +1,6 @@
 import type { Coordinator } from '@fenced/coordinator';
 import type { GuardedStore } from '@fenced/guarded-store';
-import type { History } from '../../support/history.js';
+import type { History } from '@fenced/test-utils/history';
 import { classify, increment, type WriteMode } from './counter-ops.js';
 import { leaseRef, type CounterDb } from './fault-world.js';
 import type { NaiveTokenSource } from './naive-token-source.js';

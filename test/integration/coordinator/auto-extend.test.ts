@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, CoordinatorClosedError, type Lease, type MultiLease } from '@fenced/coordinator';
 import { LeaseLostError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 // Self-renewing leases (`autoExtend`, lease-watch.ts) on real Redis nodes: kept for many ttls with one token,
 // the signal aborts with LeaseLostError soon after a majority is lost, onLost runs once, and no timer outlives

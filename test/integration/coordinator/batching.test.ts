@@ -7,7 +7,7 @@ import { QuorumUnavailableError } from '@fenced/shared';
 import { NodeConnection } from '../../../packages/coordinator/src/nodes/node-connection.js';
 import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
 import { loadScriptSource } from '../../../packages/coordinator/src/scripts/scripts.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 // The coordinator sends the acquires (and the releases) issued in one event-loop turn to each node as one
 // script call. These tests check, on real nodes, that a batch decides each call exactly as if it ran alone.

@@ -1,8 +1,8 @@
 // The coordinator's errors on real nodes: each case asserts the class and what the message tells an operator.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, CoordinatorClosedError, UnsafeNodeError } from '@fenced/coordinator';
-import { freePort } from '../../support/free-port.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { freePort } from '@fenced/test-utils/free-port';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 let env: RedisNodes;
 

@@ -4,8 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator, type NodeErrorEvent } from '@fenced/coordinator';
 import { LockedError, QuorumUnavailableError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
-import { RedisNode } from '../../support/redis-node.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { RedisNode } from '@fenced/test-utils/redis-node';
 
 let env: RedisNodes;
 const coordinators: Coordinator[] = [];

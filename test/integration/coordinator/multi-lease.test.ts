@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator, type MultiLease } from '@fenced/coordinator';
 import { InvalidRequestError, LeaseLostError, LockedError, QuorumUnavailableError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 // Multi-resource leases (protocol/multi-acquire.ts) on real Redis nodes: all or nothing, exclusive per resource,
 // no deadlock or livelock between overlapping sets taken in different orders, and never a partial grant left.

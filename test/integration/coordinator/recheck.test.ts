@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 let env: RedisNodes;
 

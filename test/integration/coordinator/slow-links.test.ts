@@ -1,5 +1,5 @@
 // The acquire and extend rules that only a slow network or a split of replies can reach, on real Redis nodes: a
-// fault proxy (test/support/fault-proxy.ts) delays the replies of chosen nodes, and registers or lease keys written
+// fault proxy (packages/test-utils/src/fault-proxy.ts) delays the replies of chosen nodes, and registers or lease keys written
 // straight to the nodes build the split. The unit tests (acquire-attempt.test.ts, extend.test.ts) pin the same
 // rules on virtual time; these show they hold over real sockets and the real scripts.
 //
@@ -10,8 +10,8 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator } from '@fenced/coordinator';
 import { LeaseLostError, QuorumUnavailableError } from '@fenced/shared';
-import { proxyEach, type FaultProxies } from '../../support/fault-proxy.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 let env: RedisNodes;
 let raw: Redis[];

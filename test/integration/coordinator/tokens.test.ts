@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator, TokenExhaustedError, type Lease } from '@fenced/coordinator';
 import { MAX_TOKEN, QuorumUnavailableError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { loadScripts, runScript } from '../../../packages/coordinator/src/scripts/scripts.js';
 import { quorumOf } from '../../../packages/coordinator/src/redlock/quorum.js';
 

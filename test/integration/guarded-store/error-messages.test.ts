@@ -7,7 +7,7 @@ import {
   createDatabase,
 } from '../../../packages/guarded-store/src/index.js';
 import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
-import { createTestSchema, type TestSchema } from '../../support/postgres.js';
+import { createTestSchema, type TestSchema } from '@fenced/test-utils/postgres';
 
 describe('guarded store errors say what happened and what to do', () => {
   let fixture: StoreFixture<unknown>;

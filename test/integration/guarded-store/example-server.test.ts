@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../support/free-port.js';
-import { own, waitForExit } from '../../support/owned-processes.js';
+import { freePort } from '@fenced/test-utils/free-port';
+import { own, waitForExit } from '@fenced/test-utils/owned-processes';
 import {
   createTestSchema,
   findOrStartPostgres,
   type PostgresServer,
   type TestSchema,
-} from '../../support/postgres.js';
+} from '@fenced/test-utils/postgres';
 
 const SERVER = fileURLToPath(
   new URL('../../../packages/guarded-store/src/example/server.ts', import.meta.url),

@@ -10,7 +10,7 @@ import {
   findOrStartPostgres,
   type PostgresServer,
   type TestSchema,
-} from '../../support/postgres.js';
+} from '@fenced/test-utils/postgres';
 
 /** A migrated store in a fresh schema of a real Postgres, one per test file. */
 export interface StoreFixture<DB> {

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, migrate, GuardedStore } from '../../../packages/guarded-store/src/index.js';
 import { migrateExample } from '../../../packages/guarded-store/src/example/index.js';
-import { findOrStartPostgres, type PostgresServer } from '../../support/postgres.js';
+import { findOrStartPostgres, type PostgresServer } from '@fenced/test-utils/postgres';
 
 let server: PostgresServer;
 let admin: pg.Pool;

@@ -3,7 +3,7 @@ import { InvalidProofError, StaleTokenError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type MultiLease } from '../../../packages/coordinator/src/index.js';
 import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
 
 // store.run(multiLease, …) on real Redis (a signing coordinator) and real Postgres (a verifying store): every

@@ -6,7 +6,7 @@ import { InvalidProofError, InvalidRequestError, MAX_TOKEN, type InvalidProofRea
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
 import { GuardedStore, createDatabase, type FenceLike } from '../../../packages/guarded-store/src/index.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
 
 // Signed fences (DESIGN §4b) on real Redis (a signing coordinator) and real Postgres (a verifying store): every

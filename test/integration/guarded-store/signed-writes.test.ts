@@ -10,7 +10,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
 import { fencedErrorHandler, fencedWrites, guardedWrite } from '../../../packages/guarded-store/src/index.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, type StoreFixture } from './guarded-store-fixture.js';
 
 // The write middleware with proof verification on (DESIGN §4b, §5): 403 INVALID_PROOF for every missing or

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { lockPath, startTestService, uniqueResource, type TestService } from './service-harness.js';
 
 const KEY_A = 'key-a-0123456789abcdef';

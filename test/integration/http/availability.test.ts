@@ -1,7 +1,7 @@
 import { QuorumUnavailableError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinatorClient } from '@fenced/coordinator/client';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { ResponseValidator } from './response-validator.js';
 import {
   eventually,

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaseLostError } from '@fenced/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinatorClient, type ClientLease } from '@fenced/coordinator/client';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { eventually, startTestService, uniqueResource, type TestService } from './service-harness.js';
 
 // Self-renewing leases of the HTTP client (`autoExtend`) against the real service and real Redis: kept for ten

@@ -3,7 +3,7 @@ import { inspect } from 'node:util';
 import { LeaseLostError, LockedError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientMultiLease, CoordinatorClient } from '@fenced/coordinator/client';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { startTestService, uniqueResource, type TestService } from './service-harness.js';
 
 // The typed client's multi-resource leases (`client.acquire([...])` over `/v1/leases`) against the real service.

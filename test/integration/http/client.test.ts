@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import { InvalidRequestError, LeaseLostError, LockedError, UnauthorizedError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientLease, CoordinatorClient } from '@fenced/coordinator/client';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import {
   eventually,
   lockPath,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator } from '@fenced/coordinator';
 import { CoordinatorClient } from '@fenced/coordinator/client';
 import { PROOF_PATTERN, leaseIdDigest, verifyProof, type LeaseResponseBody } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { ResponseValidator } from './response-validator.js';
 import { lockPath, startTestService, uniqueResource, type TestService } from './service-harness.js';
 

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import Redlock, { ExecutionError, ResourceLockedError, type RedlockAbortSignal } from '@fenced/redlock';
 import { LeaseLostError, verifyProof, leaseIdDigest } from '@fenced/shared';
 import { runExample } from '../../../examples/redlock-drop-in.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { leaseKey, lockTtl, lockValue } from './redlock-fixture.js';
 
 // node-redlock v5's src/multi.test.ts, ported to @fenced/redlock on three real Redis nodes, then the behaviours

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import Redlock, { ExecutionError, ResourceLockedError } from '@fenced/redlock';
 import { InvalidRequestError } from '@fenced/shared';
-import { freePort } from '../../support/free-port.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { freePort } from '@fenced/test-utils/free-port';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { leaseKey, lockTtl, lockValue, storedToken } from './redlock-fixture.js';
 
 // node-redlock v5's src/single.test.ts, ported to @fenced/redlock on one real Redis node. Every adaptation is

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { findOrStartPostgres } from '../../support/postgres.js';
-import { startRedisNodes } from '../../support/redis-cluster.js';
-import { RespConnection } from '../../support/resp-connection.js';
+import { findOrStartPostgres } from '@fenced/test-utils/postgres';
+import { startRedisNodes } from '@fenced/test-utils/redis-cluster';
+import { RespConnection } from '@fenced/test-utils/resp-connection';
 
 describe('test environment backends', () => {
   const saved = process.env.FENCED_REDIS_URLS;
@@ -51,7 +51,7 @@ describe('test environment backends', () => {
   });
 
   it('refuses the container backend at once when no engine answers', async ({ skip }) => {
-    const { dockerReachable } = await import('../../support/container-runtime.js');
+    const { dockerReachable } = await import('@fenced/test-utils/container-runtime');
     if ((await dockerReachable()).reachable) skip('a Docker engine is reachable here');
     const started = performance.now();
     await expect(startRedisNodes(1, { backend: 'container' })).rejects.toThrow(

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClockShim } from '../../support/clock-shim.js';
-import { RedisNode } from '../../support/redis-node.js';
-import { RespConnection } from '../../support/resp-connection.js';
+import { ClockShim } from '@fenced/test-utils/clock-shim';
+import { RedisNode } from '@fenced/test-utils/redis-node';
+import { RespConnection } from '@fenced/test-utils/resp-connection';
 
 /** Seconds of the node's own clock, from the TIME command. */
 async function serverTimeMs(conn: RespConnection): Promise<number> {

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FaultProxy, proxyEach } from '../../support/fault-proxy.js';
-import { findOrStartPostgres } from '../../support/postgres.js';
-import { RedisNode } from '../../support/redis-node.js';
-import { NO_REPLY, RespConnection } from '../../support/resp-connection.js';
+import { FaultProxy, proxyEach } from '@fenced/test-utils/fault-proxy';
+import { findOrStartPostgres } from '@fenced/test-utils/postgres';
+import { RedisNode } from '@fenced/test-utils/redis-node';
+import { NO_REPLY, RespConnection } from '@fenced/test-utils/resp-connection';
 
 const QUIET_MS = 250; // how long "no reply" is watched for
 

@@ -8,7 +8,7 @@
  * - `randomChooser(seed)`: a seeded PRNG that mostly takes the default and sometimes not; a failure replays from its
  *   seed alone.
  */
-import { seededRandom } from '../seeded-random.js';
+import { seededRandom } from '@fenced/test-utils/seeded-random';
 import type { Chooser } from './sim-world.js';
 
 export interface Failure {

@@ -1,4 +1,4 @@
-import { seededRandom } from '../seeded-random.js';
+import { seededRandom } from '@fenced/test-utils/seeded-random';
 import { HOUR_MS, type RepairVariant, type ScenarioSpec } from './scenario.js';
 
 /**

@@ -7,8 +7,8 @@ import {
   checkTokens,
   combine,
   reportOverlaps,
-} from '../../support/checkers.js';
-import type { CommitRecord, EventFields, HistoryData, HistoryEvent, Op } from '../../support/history.js';
+} from '@fenced/test-utils/checkers';
+import type { CommitRecord, EventFields, HistoryData, HistoryEvent, Op } from '@fenced/test-utils/history';
 
 /** One operation of a hand-made history: invoked at `from`, completed (`outcome`) at `to`. */
 function op(

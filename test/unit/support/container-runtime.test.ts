@@ -4,8 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultBackend, dockerEndpoints, onPath, probeDocker } from '../../support/container-runtime.js';
-import { chooseRedisBackend } from '../../support/redis-cluster.js';
+import { defaultBackend, dockerEndpoints, onPath, probeDocker } from '@fenced/test-utils/container-runtime';
+import { chooseRedisBackend } from '@fenced/test-utils/redis-cluster';
 
 describe('probeDocker', () => {
   let dir: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FaultProxy, proxyEach } from '../../support/fault-proxy.js';
+import { FaultProxy, proxyEach } from '@fenced/test-utils/fault-proxy';
 
 // Nothing listens behind these proxies: the tests only look at addresses and options.
 describe('FaultProxy options', () => {

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { History, operations, toJson } from '../../support/history.js';
+import { History, operations, toJson } from '@fenced/test-utils/history';
 
 function fakeClock(): () => number {
   let t = 0;
