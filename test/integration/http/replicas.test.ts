@@ -61,7 +61,7 @@ describe('three coordinator processes over the same five Redis nodes', () => {
       FENCED_LOG_LEVEL: 'info',
       FENCED_SHUTDOWN_GRACE_MS: '2000',
     };
-    // Started together: one of them initializes the fresh nodes, the others wait for it (as in a rollout).
+    // Started together over fresh nodes, as in a first deployment: they initialize the nodes together (SET NX).
     const started = await Promise.allSettled([1, 2, 3].map(() => startServiceProcess({ env })));
     for (const result of started) if (result.status === 'fulfilled') replicas.push(result.value);
     const failed = started.find((result) => result.status === 'rejected');
