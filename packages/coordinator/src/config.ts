@@ -116,7 +116,11 @@ const redisUrl = z.string().refine(
   { error: 'every entry must be a redis:// or rediss:// URL with a host' },
 );
 
-const ENV_SCHEMA = z.object({
+/**
+ * The variables the service reads, with their checks. Exported for tests that hold deployment files (the compose
+ * file, the Dockerfile) to these names; `loadConfig` is the way to read them.
+ */
+export const ENV_SCHEMA = z.object({
   FENCED_REDIS_URLS: optional
     .pipe(z.string({ error: 'is required: comma-separated redis:// URLs of the Redis masters' }))
     .transform((text) =>
