@@ -3,8 +3,8 @@ import { LeaseLostError, type ErrorBody, type LeaseResponseBody, type LockStatus
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CoordinatorClient } from '@fenced/coordinator/client';
 import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
-import { RespConnection } from '../../support/resp-connection.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { RespConnection } from '@fenced/test-utils/resp-connection';
 import { eventually, lockPath, uniqueResource } from './service-harness.js';
 import { startServiceProcess, type ServiceProcess } from './service-process.js';
 

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../support/free-port.js';
-import { own, waitForExit } from '../../support/owned-processes.js';
+import { freePort } from '@fenced/test-utils/free-port';
+import { own, waitForExit } from '@fenced/test-utils/owned-processes';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SERVER_ENTRY = 'packages/coordinator/src/bin/fenced-coordinator.ts';
