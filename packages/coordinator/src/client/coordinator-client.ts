@@ -1,22 +1,25 @@
+// The HTTP client of the coordinator service: the public API (one resource and several, each with its overloads and
+// JSDoc), the request loop with its retries, and the keepers of auto-extended leases. Just over 400 lines for that
+// reason; the response parsing (lease-responses.ts), error mapping (response-errors.ts), the keep-alive loop
+// (keep-alive.ts) and the lease objects (client-lease.ts, client-multi-lease.ts) live beside it.
+import type { LeaseLostError } from '@fenced/shared';
 import {
   ErrorCode,
   InternalError,
   InvalidRequestError,
-  LeaseLostError,
-  PROOF_PATTERN,
   ServiceUnreachableError,
   isFencedError,
   parseToken,
   validateResourceName,
-  type LeaseResponseBody,
   type LockStatusBody,
-  type MultiLeaseResponseBody,
 } from '@fenced/shared';
 import { closeAllWatches, type LeaseWatch } from '../lease-watch.js';
 import { lockOrder, MAX_LEASE_RESOURCES } from '../multi-lease.js';
 import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
 import { ClientMultiLease, type MultiLeaseCalls, type MultiLeaseGrant } from './client-multi-lease.js';
-import { errorFromResponse } from './response-errors.js';
+import { keepAlive, sleep } from './keep-alive.js';
+import { readBody, toGrant, toMultiGrant } from './lease-responses.js';
+import { errorFromResponse, networkFailure } from './response-errors.js';
 
 /** Options of {@link CoordinatorClient}. */
 export interface CoordinatorClientOptions {
@@ -429,184 +432,8 @@ function leasePath(resource: string, leaseId: string): string {
   return `${leasesPath(resource)}/${encodeURIComponent(leaseId)}`;
 }
 
-async function readBody(response: Response): Promise<unknown> {
-  const text = await response.text();
-  if (text === '') return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return null;
-  }
-}
-
-function toGrant(body: unknown, validFrom: number, status: number): LeaseGrant {
-  const lease = body as Partial<LeaseResponseBody> | null;
-  if (
-    typeof lease?.resource !== 'string' ||
-    typeof lease.leaseId !== 'string' ||
-    typeof lease.ttlMs !== 'number' ||
-    typeof lease.validityMs !== 'number' ||
-    typeof lease.expiresAt !== 'string' ||
-    (lease.proof !== undefined && (typeof lease.proof !== 'string' || !PROOF_PATTERN.test(lease.proof)))
-  ) {
-    throw new InternalError(`malformed lease in the coordinator's ${status} response`);
-  }
-  return {
-    resource: lease.resource,
-    id: lease.leaseId,
-    token: parseToken(lease.token, 'token'),
-    proof: lease.proof,
-    ttlMs: lease.ttlMs,
-    validityMs: lease.validityMs,
-    expiresAt: new Date(lease.expiresAt),
-    validFrom,
-  };
-}
-
-function toMultiGrant(body: unknown, validFrom: number, status: number): MultiLeaseGrant {
-  const lease = body as Partial<MultiLeaseResponseBody> | null;
-  const malformed = (): InternalError =>
-    new InternalError(`malformed multi-resource lease in the coordinator's ${status} response`);
-  if (
-    !Array.isArray(lease?.resources) ||
-    lease.resources.length === 0 ||
-    !lease.resources.every((r) => typeof r === 'string') ||
-    typeof lease.leaseId !== 'string' ||
-    typeof lease.tokens !== 'object' ||
-    lease.tokens === null ||
-    typeof lease.ttlMs !== 'number' ||
-    typeof lease.validityMs !== 'number' ||
-    typeof lease.expiresAt !== 'string' ||
-    (lease.proofs !== undefined && (typeof lease.proofs !== 'object' || lease.proofs === null))
-  ) {
-    throw malformed();
-  }
-  const tokens = new Map<string, bigint>();
-  const proofs = lease.proofs === undefined ? undefined : new Map<string, string>();
-  for (const resource of lease.resources) {
-    // Own properties only: a resource may be called `__proto__` or `constructor`.
-    if (!Object.hasOwn(lease.tokens, resource)) throw malformed();
-    tokens.set(resource, parseToken(lease.tokens[resource], 'token'));
-    if (proofs !== undefined) {
-      const proof: unknown = Object.hasOwn(lease.proofs!, resource) ? lease.proofs![resource] : undefined;
-      if (typeof proof !== 'string' || !PROOF_PATTERN.test(proof)) throw malformed();
-      proofs.set(resource, proof);
-    }
-  }
-  return {
-    resources: [...lease.resources],
-    id: lease.leaseId,
-    tokens,
-    proofs,
-    ttlMs: lease.ttlMs,
-    validityMs: lease.validityMs,
-    expiresAt: new Date(lease.expiresAt),
-    validFrom,
-  };
-}
-
-/**
- * Extends `lease` whenever `fraction` of its validity is left. Transient failures are retried (the client
- * already retries 503s) until the validity runs out; then, or on `LeaseLostError`, `onLost` is called once.
- */
-function keepAlive(
-  lease: ClientLease,
-  fraction: number,
-  onLost: (reason: LeaseLostError) => void,
-): { stop(): Promise<void> } {
-  const stopped = new AbortController();
-  const loop = (async () => {
-    let lastError: unknown;
-    while (!stopped.signal.aborted) {
-      const remaining = lease.remainingMs();
-      if (remaining <= 0) {
-        onLost(
-          new LeaseLostError(lease.resource, 'the lease ran out before it could be extended', {
-            cause: lastError,
-          }),
-        );
-        return;
-      }
-      const wait =
-        lastError === undefined ? remaining - lease.validityMs * fraction : Math.min(remaining, 50);
-      try {
-        await sleep(Math.max(0, wait), stopped.signal);
-        await lease.extend(undefined, stopped.signal);
-        lastError = undefined;
-      } catch (error) {
-        if (stopped.signal.aborted) return;
-        if (isFencedError(error) && error.code === ErrorCode.LEASE_LOST) {
-          onLost(error as LeaseLostError);
-          return;
-        }
-        lastError = error;
-      }
-    }
-  })();
-  return {
-    async stop() {
-      stopped.abort();
-      await loop;
-    },
-  };
-}
-
 function watchCallback(onLost: unknown): { onLost?: (error: LeaseLostError) => void } {
   if (onLost === undefined) return {};
   if (typeof onLost !== 'function') throw new InvalidRequestError('onLost must be a function');
   return { onLost: onLost as (error: LeaseLostError) => void };
-}
-
-/** Socket error codes, as fetch (undici) reports them in its error's `cause` chain, in words. */
-const NETWORK_FAILURES: Readonly<Record<string, string>> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  ENOTFOUND: 'host not found',
-  EAI_AGAIN: 'host name lookup failed',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-  ETIMEDOUT: 'connect timed out',
-  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
-  UND_ERR_SOCKET: 'connection closed',
-  EPIPE: 'connection closed',
-};
-
-/** What went wrong with a fetch that threw: the socket error code in words, else the innermost message. */
-function networkFailure(error: unknown): string {
-  let innermost = 'network error';
-  const seen = new Set<unknown>();
-  const queue: unknown[] = [error];
-  while (queue.length > 0) {
-    const current = queue.shift();
-    if (typeof current !== 'object' || current === null || seen.has(current)) continue;
-    seen.add(current);
-    const { code, message, cause, errors } = current as {
-      code?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      errors?: unknown;
-    };
-    if (typeof code === 'string' && code in NETWORK_FAILURES) return `${NETWORK_FAILURES[code]} (${code})`;
-    if (typeof message === 'string' && message !== '' && message !== 'fetch failed') innermost = message;
-    queue.push(cause, ...(Array.isArray(errors) ? (errors as unknown[]) : []));
-  }
-  return innermost;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason as Error);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

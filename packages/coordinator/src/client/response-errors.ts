@@ -50,3 +50,39 @@ export function errorFromResponse(status: number, body: unknown, resource: strin
       return new FencedError(error.code, message);
   }
 }
+
+/** Socket error codes, as fetch (undici) reports them in its error's `cause` chain, in words. */
+const NETWORK_FAILURES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connect timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
+  UND_ERR_SOCKET: 'connection closed',
+  EPIPE: 'connection closed',
+};
+
+/** What went wrong with a fetch that threw: the socket error code in words, else the innermost message. */
+export function networkFailure(error: unknown): string {
+  let innermost = 'network error';
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [error];
+  while (queue.length > 0) {
+    const current = queue.shift();
+    if (typeof current !== 'object' || current === null || seen.has(current)) continue;
+    seen.add(current);
+    const { code, message, cause, errors } = current as {
+      code?: unknown;
+      message?: unknown;
+      cause?: unknown;
+      errors?: unknown;
+    };
+    if (typeof code === 'string' && code in NETWORK_FAILURES) return `${NETWORK_FAILURES[code]} (${code})`;
+    if (typeof message === 'string' && message !== '' && message !== 'fetch failed') innermost = message;
+    queue.push(cause, ...(Array.isArray(errors) ? (errors as unknown[]) : []));
+  }
+  return innermost;
+}
