@@ -1,3 +1,8 @@
+// The library's public API: `Coordinator` with acquire, tryAcquire, using, extend, release and inspect, each for one
+// resource and for several (overloads, each with its JSDoc), the wait loop around the acquire attempt, and the
+// LeaseOperations its leases call back. That is why it runs past 400 lines; every protocol step it calls lives in
+// one file of its own with its safety argument: protocol/ (attempt, multi-acquire, extend, release, inspect),
+// tokens/ (the quorum max-register), nodes/ (membership, fresh initialization, repair), waiters.ts (wake-ups).
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QuorumUnavailableError } from '@fenced/shared';

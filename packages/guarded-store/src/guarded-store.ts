@@ -1,3 +1,7 @@
+// The guard's public API: `GuardedStore` with run (the fence transaction of DESIGN §4, for one fence, a lease, or
+// several), fenceIn, read, fenceOf, the audited resetFence, and the loudly named unguarded path. Just over 400
+// lines because the order of statements in the fence transaction is the safety argument and reads best in one
+// place; the statements themselves (fence-statement.ts), proofs (proof-verifier.ts) and the driver (db/) are apart.
 import {
   InvalidRequestError,
   StaleTokenError,
