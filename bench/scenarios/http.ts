@@ -120,6 +120,8 @@ interface Subject {
   readonly name: 'service' | 'canned';
   readonly child: ChildProcess;
   readonly port: number;
+  /** The last lines the process wrote. */
+  readonly tail: () => string;
 }
 
 /**
@@ -175,6 +177,11 @@ export async function runHttp(
           tag,
         });
         const windowEnd = nowUs();
+        if (subject.child.exitCode !== null || subject.child.signalCode !== null) {
+          throw new Error(
+            `the ${subject.name === 'service' ? 'fenced service' : 'canned server'} exited during run ${tag} (${subject.child.signalCode ?? `code ${subject.child.exitCode}`}); its output:\n${subject.tail() || '(none)'}`,
+          );
+        }
         const serverCpuUs = processCpuUs(subject.child.pid!) - cpuBefore;
         const redisUs =
           subject.name === 'service' ? ((await redisCpuSeconds(admin)) - redisBefore) * 1e6 : Number.NaN;
@@ -381,7 +388,7 @@ async function startService(
         await Promise.race([sleep(100), exited]);
       }
     }
-    if (outcome === 'ready') return { name: 'service', child, port };
+    if (outcome === 'ready') return { name: 'service', child, port, tail };
     await stopChild(child);
     if (attempt < 3 && /EADDRINUSE/.test(tail())) continue;
     throw new Error(
@@ -465,7 +472,7 @@ async function startCanned(): Promise<Subject> {
     const port = await firstMessage(child, tail, 'the canned node:http server', (m) =>
       typeof m === 'object' && m !== null && 'port' in m && typeof m.port === 'number' ? m.port : undefined,
     );
-    return { name: 'canned', child, port };
+    return { name: 'canned', child, port, tail };
   } catch (error) {
     await stopChild(child);
     throw error;
