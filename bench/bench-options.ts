@@ -26,6 +26,11 @@ export interface BenchOptions {
    * beside the current one in the throughput and latency scenarios (bench/baseline.ts).
    */
   baselineRef: string | undefined;
+  /**
+   * `--cpu-prof`: the HTTP scenario starts the service with `node --cpu-prof` writing into this directory
+   * (relative to the repository root), and the results summarise the profile. Undefined: no profile.
+   */
+  cpuProfDir: string | undefined;
   /** The command as typed, for the report. */
   command: string;
 }
@@ -43,6 +48,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --baseline-ref REF         also run fenced as of git revision REF (e.g. eca9042), checked out into a temporary
                              worktree, as the library fenced@REF in the throughput and latency scenarios
   --fenced-node-timeout-ms N nodeTimeoutMs of the fenced coordinator (default: the library's default)
+  --cpu-prof                 the http scenario profiles the service (node --cpu-prof) and summarises where its
+                             CPU goes per POST+DELETE cycle; the .cpuprofile goes to .tmp/cpu-prof/ (ignored by git)
+  --cpu-prof-dir DIR         ... or to DIR (implies --cpu-prof)
   --help                     this text
 
 A full run of every scenario writes bench/results/latest.json and the tables of docs/benchmarks.md; any other
@@ -64,6 +72,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
       'scale-cap-s': { type: 'string' },
       'skip-fold-wait': { type: 'boolean', default: false },
       'baseline-ref': { type: 'string' },
+      'cpu-prof': { type: 'boolean', default: false },
+      'cpu-prof-dir': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -105,9 +115,13 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
   if (baselineRef !== undefined && !/^[\w./@^~-]{1,100}$/.test(baselineRef)) {
     throw new Error(`--baseline-ref must be a git revision (branch, tag or commit), got '${baselineRef}'`);
   }
+  const cpuProfDir =
+    values['cpu-prof-dir'] ??
+    (values['cpu-prof'] ? `.tmp/cpu-prof/${new Date().toISOString().replace(/[:.]/g, '-')}` : undefined);
   const complete =
     !quick &&
     baselineRef === undefined &&
+    cpuProfDir === undefined &&
     !values['skip-fold-wait'] &&
     scenarios.length === SCENARIO_NAMES.length &&
     libraries.length === LIBRARY_NAMES.length &&
@@ -133,6 +147,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     scaleCapMs,
     skipFoldWait: values['skip-fold-wait'],
     baselineRef,
+    cpuProfDir,
     complete,
     command: ['npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
   };

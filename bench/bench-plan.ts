@@ -104,7 +104,7 @@ export const QUICK_PLAN: BenchPlan = {
     foldWait: 'last-level',
   },
   guarded: { concurrencies: [1, 32], warmupMs: 100, durationMs: 250 },
-  http: { concurrencies: [1, 64], warmupMs: 100, durationMs: 250, ttlMs: 5_000 },
+  http: { concurrencies: [1, 8], warmupMs: 100, durationMs: 250, ttlMs: 5_000 },
 };
 
 /** Repetitions of one scale level: every run for small levels, a single pass for the large ones. */

@@ -24,7 +24,7 @@ import {
   type ScenarioName,
 } from './bench-plan.js';
 import type { BenchResults } from './bench-results.js';
-import { createLockLibraries, fencedCoordinatorOptions, type LockLibrary } from './lock-library.js';
+import { createLockLibraries, type LockLibrary } from './lock-library.js';
 import { Progress } from './progress.js';
 import { renderMarkdown, writeDocTables } from './report.js';
 import { FailureLog, type RunState } from './runner.js';
@@ -131,11 +131,10 @@ async function main(options: BenchOptions): Promise<number> {
             results.guarded = await runGuarded(env.postgres, plan.guarded, state);
             break;
           case 'http':
-            results.http = await runHttp(
-              fencedCoordinatorOptions(env.redis.urls, fencedBench),
-              plan.http,
-              state,
-            );
+            results.http = await runHttp(env.redis.urls, fencedBench, env.admin, plan.http, state, {
+              cpuProfDir:
+                options.cpuProfDir === undefined ? undefined : path.resolve(ROOT, options.cpuProfDir),
+            });
             break;
         }
       } catch (error) {

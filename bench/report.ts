@@ -3,6 +3,8 @@ import type { BenchResults } from './bench-results.js';
 import { range } from './statistics.js';
 import { LIBRARY_NAMES } from './lock-library.js';
 import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
+import { isHttpResult, type HttpResult, type LegacyHttpResult } from './scenarios/http.js';
+import { PROFILE_AREAS } from './cpu-profile-summary.js';
 
 /**
  * The generated parts of docs/benchmarks.md sit between markers named after a section (`results` for the full
@@ -205,6 +207,16 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
         target: `guarded write ≤ 1.15× plain write (concurrency ${concurrency})`,
         measured: `${cell.costRatio.toFixed(3)}× time per write (p50 ${cell.p50Ratio.toFixed(3)}×)`,
         met: cell.costRatio <= 1.15,
+      });
+    }
+  }
+  if (r.http !== undefined && isHttpResult(r.http)) {
+    const cells = r.http.byConcurrency['64'];
+    if (cells !== undefined) {
+      checks.push({
+        target: 'HTTP service throughput at concurrency 64 ≥ 0.4× a raw node:http server with canned replies',
+        measured: `${num(cells.service.medianPerSecond)} vs ${num(cells.canned.medianPerSecond)} cycles/s = ${cells.ratio.toFixed(2)}×`,
+        met: Number.isFinite(cells.ratio) ? cells.ratio >= 0.4 : undefined,
       });
     }
   }
@@ -510,38 +522,8 @@ export function renderMarkdown(results: BenchResults): string {
       '',
     );
   }
-  if (r.http !== undefined) {
-    const library = r.throughput?.byConcurrency;
-    out.push(
-      `### 6. Lease grants through the HTTP service`,
-      '',
-      `POST a lease, then DELETE it, through \`createApp\` on a loopback port; client: ${r.http.client}. "Stub" is the same app over a coordinator that answers at once without Redis: the ceiling of the HTTP stack on this machine. Median of ${results.runs} runs.`,
-      '',
-      table(
-        [
-          'concurrency',
-          'grants/s',
-          'POST p50 ms',
-          'POST p99 ms',
-          'stub grants/s',
-          'stub POST p50 ms',
-          'library cycles/s (scenario 1)',
-          'HTTP ÷ library',
-        ],
-        Object.entries(r.http.byConcurrency).map(([c, { fenced, stub }]) => [
-          c,
-          `${num(fenced.medianPerSecond)} [${num(fenced.min)}–${num(fenced.max)}]${fenced.errors > 0 ? ` (${fenced.errors} errors)` : ''}`,
-          num(fenced.grantP50Ms, 3),
-          num(fenced.grantP99Ms, 3),
-          num(stub.medianPerSecond),
-          num(stub.grantP50Ms, 3),
-          num(library?.[c]?.fenced?.median),
-          ratio(fenced.medianPerSecond, library?.[c]?.fenced?.median),
-        ]),
-      ),
-      '',
-    );
-  }
+  if (r.http !== undefined)
+    out.push(...(isHttpResult(r.http) ? httpSection(results, r.http) : legacyHttpSection(results, r.http)));
   const checks = checkTargets(results);
   if (checks.length > 0) {
     out.push(
@@ -595,6 +577,149 @@ export function renderMarkdown(results: BenchResults): string {
     );
   }
   return out.join('\n');
+}
+
+/** Scenario 6: the service as a process against a canned node:http server, load from a third process. */
+function httpSection(results: BenchResults, http: HttpResult): string[] {
+  const library = results.results.throughput?.byConcurrency;
+  const libraryAt = (c: string): string => {
+    const cell = library?.[c]?.fenced;
+    return cell === undefined ? 'not in this run' : num(cell.median);
+  };
+  const out: string[] = [
+    `### 6. Lease grants through the HTTP service, against a raw node:http server`,
+    '',
+    `Cycles per second (a POST that grants a lease, then the DELETE that releases it; higher is better), median of ${results.runs} interleaved runs [min–max]. ` +
+      `Service: \`${http.service}\`, its own process on the five nodes. Canned: ${http.canned}, its own process. ` +
+      `Load: ${http.client}. "Library" is scenario 1's in-process fenced figure at the same concurrency, from the same run.`,
+    '',
+    table(
+      [
+        'concurrency',
+        'service cycles/s',
+        'canned node:http cycles/s',
+        'service ÷ canned',
+        'service POST p50 / p99 ms',
+        'canned POST p50 / p99 ms',
+        'library cycles/s (scenario 1)',
+      ],
+      Object.entries(http.byConcurrency).map(([c, { service, canned, ratio: x }]) => [
+        c,
+        `${num(service.medianPerSecond)} [${num(service.min)}–${num(service.max)}]${service.errors > 0 ? ` (${service.errors} errors)` : ''}`,
+        `${num(canned.medianPerSecond)} [${num(canned.min)}–${num(canned.max)}]${canned.errors > 0 ? ` (${canned.errors} errors)` : ''}`,
+        `${x.toFixed(2)}×`,
+        `${num(service.grantP50Ms, 3)} / ${num(service.grantP99Ms, 3)}`,
+        `${num(canned.grantP50Ms, 3)} / ${num(canned.grantP99Ms, 3)}`,
+        libraryAt(c),
+      ]),
+    ),
+    '',
+    `CPU time per cycle, µs (median of the runs): the server process (/proc/<pid>/stat, all its threads), the load generator (its \`process.cpuUsage\`), and the five Redis servers together (INFO cpu, service runs only).`,
+    '',
+    table(
+      [
+        'concurrency',
+        'service process',
+        'canned process',
+        'load generator (service / canned runs)',
+        'Redis, 5 nodes',
+      ],
+      Object.entries(http.byConcurrency).map(([c, { service, canned }]) => [
+        c,
+        num(service.serverCpuUsPerCycle),
+        num(canned.serverCpuUsPerCycle),
+        `${num(service.loadCpuUsPerCycle)} / ${num(canned.loadCpuUsPerCycle)}`,
+        num(service.redisCpuUsPerCycle),
+      ]),
+    ),
+    '',
+  ];
+  const profile = http.profile;
+  if (profile !== undefined) {
+    const concurrencies = Object.keys(profile.byConcurrency);
+    const areas = PROFILE_AREAS.filter(
+      (area) =>
+        area !== 'idle' && concurrencies.some((c) => (profile.byConcurrency[c]?.usPerCycle[area] ?? 0) > 0),
+    );
+    out.push(
+      `Where the service's CPU goes (the run was profiled: \`node --cpu-prof\`, sampling every 1 ms, which slows the service a little): self time per area, µs per cycle, over ${profile.counted === 'measured runs' ? 'the measured runs of each concurrency' : 'the whole life of the service (start-up and warm-up included: the profile clock did not match)'}. Areas by script path: node_modules/<package>/, packages/coordinator/src/http/ and server.ts (fenced http layer), the rest of packages/coordinator/src/ (fenced coordinator); "node internals" are node: modules and native frames (sockets, HTTP parser, JSON, promises); the right-hand columns credit that time to the nearest caller outside node (a socket write ioredis asked for counts as ioredis; what nobody asked for, such as the event loop, stays node internals). A sample stands for the wall time to the next one, so on a busy machine, where the service waits for a core, "sampled, not idle" exceeds the CPU time /proc counts; read the areas as shares of it.`,
+      '',
+      table(
+        [
+          'area',
+          ...concurrencies.map((c) => `self µs/cycle at c${c}`),
+          ...concurrencies.map((c) => `node's time credited to its caller, c${c}`),
+        ],
+        [
+          ...areas.map((area) => [
+            area,
+            ...concurrencies.map((c) => num(profile.byConcurrency[c]?.usPerCycle[area], 1)),
+            ...concurrencies.map((c) => num(profile.byConcurrency[c]?.onBehalfUsPerCycle?.[area], 1)),
+          ]),
+          [
+            '**sampled, not idle**',
+            ...concurrencies.map((c) => `**${num(profile.byConcurrency[c]?.busyUsPerCycle, 1)}**`),
+            ...concurrencies.map((c) => `**${num(profile.byConcurrency[c]?.busyUsPerCycle, 1)}**`),
+          ],
+        ],
+      ),
+      '',
+    );
+    const top = concurrencies[concurrencies.length - 1];
+    const cell = top === undefined ? undefined : profile.byConcurrency[top];
+    if (cell !== undefined && cell.topFunctions.length > 0) {
+      out.push(
+        `The most expensive functions at c${top} (self time, µs per cycle):`,
+        '',
+        table(
+          ['function', 'area', 'µs/cycle'],
+          cell.topFunctions.map((f) => [
+            `\`${f.name.replaceAll('|', '\\|')}\``,
+            f.area,
+            num(f.usPerCycle, 1),
+          ]),
+        ),
+        '',
+      );
+    }
+  }
+  return out;
+}
+
+/** Scenario 6 as it was measured before 2026-11-24: the app in the bench process, against a stub coordinator. */
+function legacyHttpSection(results: BenchResults, http: LegacyHttpResult): string[] {
+  const out: string[] = [];
+  const library = results.results.throughput?.byConcurrency;
+  out.push(
+    `### 6. Lease grants through the HTTP service`,
+    '',
+    `POST a lease, then DELETE it, through \`createApp\` on a loopback port; client: ${http.client}. "Stub" is the same app over a coordinator that answers at once without Redis: the ceiling of the HTTP stack on this machine. Median of ${results.runs} runs.`,
+    '',
+    table(
+      [
+        'concurrency',
+        'grants/s',
+        'POST p50 ms',
+        'POST p99 ms',
+        'stub grants/s',
+        'stub POST p50 ms',
+        'library cycles/s (scenario 1)',
+        'HTTP ÷ library',
+      ],
+      Object.entries(http.byConcurrency).map(([c, { fenced, stub }]) => [
+        c,
+        `${num(fenced.medianPerSecond)} [${num(fenced.min)}–${num(fenced.max)}]${fenced.errors > 0 ? ` (${fenced.errors} errors)` : ''}`,
+        num(fenced.grantP50Ms, 3),
+        num(fenced.grantP99Ms, 3),
+        num(stub.medianPerSecond),
+        num(stub.grantP50Ms, 3),
+        num(library?.[c]?.fenced?.median),
+        ratio(fenced.medianPerSecond, library?.[c]?.fenced?.median),
+      ]),
+    ),
+    '',
+  );
+  return out;
 }
 
 /** Replaces a generated section of the doc (creating its markers at the end if they are missing). */

@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { BenchResults } from '../../../bench/bench-results.js';
+import { checkTargets, renderMarkdown } from '../../../bench/report.js';
+
+const RESULTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../bench/results');
+
+function results(file: string): BenchResults {
+  return JSON.parse(readFileSync(path.join(RESULTS, file), 'utf8')) as BenchResults;
+}
+
+describe('scenario 6 in the report', () => {
+  it('renders the service against the canned server, with the library figure of the same run', () => {
+    const markdown = renderMarkdown(results('http-before.json'));
+    expect(markdown).toContain(
+      '### 6. Lease grants through the HTTP service, against a raw node:http server',
+    );
+    expect(markdown).toMatch(/\| 64 +\| [\d,]+ \[[\d,]+–[\d,]+\] +\| [\d,]+ \[[\d,]+–[\d,]+\] +\| [\d.]+× /);
+    // Scenario 1 ran in the same run: its fenced figure at 64 stands beside the HTTP one.
+    const library = results('http-before.json').results.throughput!.byConcurrency['64']!.fenced!.median;
+    expect(markdown).toContain(Math.round(library).toLocaleString('en-US'));
+  });
+
+  it('says when scenario 1 was not in the run, and renders the profile summary', () => {
+    const markdown = renderMarkdown(results('http-before-profile.json'));
+    expect(markdown).toContain('not in this run');
+    expect(markdown).toMatch(/\| ioredis +\| [\d.,]+ +\|/);
+    expect(markdown).toContain('**sampled, not idle**');
+  });
+
+  it('judges the target from the numbers: service ÷ canned at concurrency 64 against 0.4', () => {
+    const file = results('http-before.json');
+    const check = checkTargets(file).find((c) => c.target.startsWith('HTTP service throughput'));
+    const http = file.results.http!;
+    const ratio = 'canned' in http ? http.byConcurrency['64']!.ratio : Number.NaN;
+    expect(check?.met).toBe(ratio >= 0.4);
+  });
+
+  it('still renders results of the old shape (the app in the bench process, a stub coordinator)', () => {
+    const markdown = renderMarkdown(results('latest.json'));
+    expect(markdown).toContain('### 6. Lease grants through the HTTP service');
+    expect(markdown).toContain('stub grants/s');
+  });
+});
