@@ -5,8 +5,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
-import { freePort } from '../../test/support/free-port.js';
-import { own, waitForExit } from '../../test/support/owned-processes.js';
+import { freePort } from '@fenced/test-utils/free-port';
+import { own, waitForExit } from '@fenced/test-utils/owned-processes';
 import { redisCpuSeconds } from '../bench-environment.js';
 import type { BenchPlan } from '../bench-plan.js';
 import {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FailureLog } from '../../../bench/runner.js';
 import { Progress } from '../../../bench/progress.js';
 import { runHttp } from '../../../bench/scenarios/http.js';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 /** A tiny plan: the scenario's processes and plumbing, not its numbers (benchmarks are never judged on time). */
 const PLAN = { concurrencies: [1, 4], warmupMs: 50, durationMs: 150, ttlMs: 5_000 };
