@@ -7,7 +7,8 @@ import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from 
 import { closeAllWatches, type LeaseWatch, type LeaseWatchOptions } from './lease-watch.js';
 import { GrantedMultiLease, validateResourceList, type MultiLease } from './multi-lease.js';
 import { newLeaseId } from './lease-ids.js';
-import { NodeSet, type NodeStatus } from './nodes/node-set.js';
+import { NodeSet, type NodeRepairStatus, type NodeStatus } from './nodes/node-set.js';
+import type { RepairProgress } from './nodes/repair.js';
 import {
   integer,
   MAX_TIMER_MS,
@@ -27,7 +28,7 @@ import { monotonicNow } from './redlock/validity.js';
 import { TokenProposer } from './tokens/proposal.js';
 import { ReleaseNotifier, type ReleaseSubscription } from './waiters.js';
 
-export type { NodeStatus };
+export type { NodeStatus, NodeRepairStatus, RepairProgress };
 
 export interface AcquireOptions {
   /** Lease time to live, an integer number of ms up to `maxTtlMs`. */
@@ -262,6 +263,26 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /** Probes every node now (for `/readyz`): one entry per node, in node order. */
   nodeStatus(): Promise<NodeStatus[]> {
     return this.nodes.nodeStatus();
+  }
+
+  /**
+   * The node view as this process last saw it, without calling any node: what the last probes, votes and
+   * repairs left (`repair` shows a running repair's phase and registers copied). Non-voting and unreachable
+   * nodes are re-probed in the background every second; voting nodes only by `nodeStatus()` or
+   * `recentNodeStatus()`, so a voting node that stopped answering still shows reachable here until then.
+   */
+  cachedNodeStatus(): NodeStatus[] {
+    return this.nodes.cachedStatus();
+  }
+
+  /**
+   * The node view, probing every node again only when some node's last probe is older than `maxAgeMs` (one
+   * probe round at a time, shared by concurrent callers). For scrapers: however often they ask, each node gets
+   * at most one probe per `maxAgeMs`.
+   */
+  recentNodeStatus(maxAgeMs: number): Promise<NodeStatus[]> {
+    integer('maxAgeMs', maxAgeMs, { min: 0, max: MAX_TIMER_MS });
+    return this.nodes.recentStatus(maxAgeMs);
   }
 
   /**

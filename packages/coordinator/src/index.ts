@@ -5,6 +5,8 @@ export type {
   AcquireOptions,
   TryAcquireOptions,
   NodeStatus,
+  NodeRepairStatus,
+  RepairProgress,
   NodeErrorEvent,
   CoordinatorEvents,
 } from './coordinator.js';
