@@ -49,7 +49,8 @@ async function serviceMetricNames(): Promise<Set<string>> {
   const names = new Set<string>();
   for (const metric of await registry.getMetricsAsJSON()) {
     names.add(metric.name);
-    if (metric.type === 'histogram') {
+    // prom-client's types declare a numeric enum, but the JSON carries the type's name.
+    if (String(metric.type) === 'histogram') {
       for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
     }
   }
