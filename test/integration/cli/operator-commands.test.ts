@@ -243,6 +243,22 @@ describe('fenced-coordinator repair', () => {
     });
   });
 
+  it('watches a repair another process runs, starting nothing, until the node votes again', async (ctx) => {
+    const why = env.missing('restartWithoutData');
+    if (why) ctx.skip(why);
+    await env.nodes[0]!.restart({ keepData: false });
+    const repairing = run(['repair', '0']);
+    const watched = await run(['repair', `${new URL(env.urls[0]!).host}`, '--watch', '--json']);
+    const repaired = await repairing;
+    expect(repaired.code, repaired.stderr).toBe(0);
+    expect(watched.code, watched.stderr).toBe(0);
+    const last = JSON.parse(watched.stdout.trim().split('\n').at(-1)!) as {
+      event: string;
+      status: { voting: boolean };
+    };
+    expect(last).toMatchObject({ event: 'done', status: { voting: true } });
+  });
+
   it('says nothing needs repairing on a voting node, and refuses an unknown node (exit 2)', async () => {
     const fine = await run(['repair', '0']);
     expect(fine.code, fine.stderr).toBe(0);

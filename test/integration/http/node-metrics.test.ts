@@ -10,7 +10,8 @@ let service: TestService;
 
 beforeAll(async () => {
   env = await startRedisNodes(3);
-  service = await startTestService(env.urls);
+  // A short max ttl: a repair sits out this long before it copies registers.
+  service = await startTestService(env.urls, { FENCED_MAX_TTL_MS: '2000' });
 });
 
 afterAll(async () => {
@@ -71,5 +72,30 @@ describe('node gauges in /metrics', () => {
       'node 1 up and voting again',
     );
     expect(back).toMatch(/^fenced_voting_nodes 3$/m);
+  });
+
+  it('shows a node that restarted empty as repairing and not voting, until its repair lets it vote again', async (ctx) => {
+    const why = env.missing('restartWithoutData');
+    if (why) ctx.skip(why);
+    // Something to copy: a register on every node.
+    const granted = await service.call('/v1/locks/metrics-repair/leases', {
+      method: 'POST',
+      json: { ttlMs: 1000 },
+    });
+    expect(granted.status).toBe(201);
+    await env.nodes[2]!.restart({ keepData: false });
+    // The scrape's own probe finds the node empty and the service starts the repair.
+    const repairing = await scrapeUntil(
+      (t) => sample(t, 'fenced_node_repairing', 2) === 1,
+      'node 2 repairing',
+    );
+    expect(sample(repairing, 'fenced_node_voting', 2)).toBe(0);
+    expect(sample(repairing, 'fenced_node_up', 2)).toBe(1);
+    expect(sample(repairing, 'fenced_node_repair_registers_copied', 2)).toBeGreaterThanOrEqual(0);
+    const repaired = await scrapeUntil(
+      (t) => sample(t, 'fenced_node_voting', 2) === 1 && sample(t, 'fenced_node_repairing', 2) === 0,
+      'node 2 repaired and voting',
+    );
+    expect(sample(repaired, 'fenced_node_repair_registers_copied', 2)).toBeUndefined();
   });
 });

@@ -72,7 +72,11 @@ export class ClusterView {
           status.repairMarker =
             ttl === -2 ? { held: false } : ttl >= 0 ? { held: true, expiresInMs: ttl } : { held: true };
           if (status.repairMarker.held) {
-            status.problems.push('a repair is running (its repair marker is held by some process)');
+            // This process repairs nothing; the marker says which state the node is really in.
+            status.problems = status.problems.filter((p) => !p.includes('waiting for repair'));
+            status.problems.push(
+              'restarted empty: a repair is running (some process holds its repair marker)',
+            );
           }
         } catch {
           // leave repairMarker undefined: unknown
