@@ -62,15 +62,25 @@ export interface NodeErrorEvent {
   error: unknown;
 }
 
+/** Payload of the `repairProgress` event: a repair this coordinator runs took a step (DESIGN §3). */
+export interface RepairProgressEvent {
+  node: number;
+  address: string;
+  /** The step: its phase, registers copied so far, and the same in words. */
+  repair: NodeRepairStatus;
+}
+
 export interface CoordinatorEvents {
   nodeError: [NodeErrorEvent];
+  repairProgress: [RepairProgressEvent];
 }
 
 const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
 
 /**
  * Grants Redlock leases over N independent Redis masters, each with a fencing token from a quorum
- * max-register (DESIGN §2 and §3). Emits `nodeError` events ({ node, address, operation, error }).
+ * max-register (DESIGN §2 and §3). Emits `nodeError` events ({ node, address, operation, error }) and
+ * `repairProgress` events ({ node, address, repair }) for every step of a repair it runs.
  */
 export class Coordinator extends EventEmitter<CoordinatorEvents> implements LeaseOperations {
   readonly quorum: number;
@@ -96,6 +106,12 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       this.settings,
       (i, operation, error) => this.reportNodeError(i, operation, error),
       this.closing.signal,
+      (node, repair) =>
+        this.emit('repairProgress', {
+          node,
+          address: this.nodes?.nodes[node]?.address ?? `node ${node}`,
+          repair,
+        }),
     );
     this.nodeCount = this.nodes.nodes.length;
     this.quorum = this.nodes.quorum;

@@ -8,6 +8,7 @@ export type {
   NodeRepairStatus,
   RepairProgress,
   NodeErrorEvent,
+  RepairProgressEvent,
   CoordinatorEvents,
 } from './coordinator.js';
 export type { Lease } from './lease.js';

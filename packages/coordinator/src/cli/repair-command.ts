@@ -101,6 +101,12 @@ async function runRepair(
       );
       return ExitCode.FAILED;
     }
+    // Every step, as it happens (a poll would miss the quick ones: reading and copying take milliseconds).
+    coordinator.on('repairProgress', (event) => {
+      if (event.node === index) report.progress({ ...event.repair });
+    });
+    const running = coordinator.cachedNodeStatus()[index]?.repair;
+    if (running !== undefined) report.progress({ ...running });
     let outcome: { error: unknown } | undefined;
     const repair = coordinator.repairNode(index).then(
       () => {
@@ -111,8 +117,6 @@ async function runRepair(
       },
     );
     while (outcome === undefined) {
-      const repairStatus = coordinator.cachedNodeStatus()[index]?.repair;
-      if (repairStatus !== undefined) report.progress({ ...repairStatus });
       if (performance.now() > deadline) {
         report.failed(
           `timed out; the repair stops with this command (another coordinator, e.g. the service, takes over once its marker expires)`,

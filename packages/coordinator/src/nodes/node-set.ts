@@ -89,6 +89,8 @@ export class NodeSet implements ProtocolContext {
     readonly reportError: NodeErrorSink,
     /** Aborted when the coordinator closes: stops re-checks and repairs. */
     readonly closing: AbortSignal,
+    /** Told every step of every repair this set runs (the coordinator's `repairProgress` event). */
+    private readonly onRepairProgress: (node: number, status: NodeRepairStatus) => void = () => undefined,
   ) {
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new InvalidRequestError('nodes must be a non-empty array of redis:// URLs or ioredis clients');
@@ -431,6 +433,12 @@ export class NodeSet implements ProtocolContext {
         connection.repairStatus = text ?? 'restarted empty: repair starting';
         connection.repairProgress =
           text === undefined ? { phase: 'claiming' } : (progress ?? connection.repairProgress);
+        if (text !== undefined) {
+          this.onRepairProgress(node.index, {
+            ...(connection.repairProgress ?? { phase: 'claiming' }),
+            detail: text,
+          });
+        }
       },
       reportError: this.reportError,
     };
