@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../packages/coordinator/src/config.js';
 import { loadCliConfig } from '../../../packages/coordinator/src/cli/cli-config.js';
+import { importGuardedStore, readFence } from '../../../packages/coordinator/src/cli/fence-reader.js';
 import { nodeIndexOf } from '../../../packages/coordinator/src/cli/repair-command.js';
 import { runCli } from '../../../packages/coordinator/src/cli/run-cli.js';
 import { UsageError } from '../../../packages/coordinator/src/cli/usage-error.js';
@@ -163,5 +164,23 @@ describe('the module boundary', () => {
     expect(seen.size).toBeGreaterThan(10);
     expect(seen.has(path.join(root, 'cli/status-command.ts'))).toBe(true);
     expect(problems).toEqual([]);
+  });
+});
+
+describe('the fence read of inspect', () => {
+  it('says the fence was not checked when @fenced/guarded-store is not installed', async () => {
+    expect(await importGuardedStore('@fenced/no-such-package')).toBeUndefined();
+    const reading = await readFence('postgres://nobody@127.0.0.1:1/none', 'public', 'r', () =>
+      importGuardedStore('@fenced/no-such-package'),
+    );
+    expect(reading).toEqual({
+      checked: false,
+      reason: expect.stringContaining('is not installed next to @fenced/coordinator') as unknown,
+    });
+  });
+
+  it('finds the store in this workspace', async () => {
+    const store = await importGuardedStore();
+    expect(typeof store?.createDatabase).toBe('function');
   });
 });

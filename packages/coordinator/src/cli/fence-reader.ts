@@ -8,7 +8,7 @@ export type FenceReading =
   | { readonly checked: false; readonly reason: string };
 
 /** The slice of `@fenced/guarded-store` the fence read needs; the package is imported only when asked for. */
-interface GuardedStoreModule {
+export interface GuardedStoreModule {
   createDatabase(options: { connectionString: string; maxConnections?: number; applicationName?: string }): {
     destroy(): Promise<void>;
   };
@@ -21,11 +21,16 @@ interface GuardedStoreModule {
 /** The package name, in a variable so that TypeScript does not make the coordinator depend on it. */
 const GUARDED_STORE = '@fenced/guarded-store';
 
-/** Reads `@fenced/guarded-store` when it is installed; `undefined` when it is not. */
-async function importGuardedStore(): Promise<GuardedStoreModule | undefined> {
+/**
+ * Loads `@fenced/guarded-store` (or `specifier`) when it is installed; `undefined` when it is not.
+ * @throws Error when it is installed but lacks `createDatabase`/`GuardedStore`, or fails to load
+ */
+export async function importGuardedStore(
+  specifier: string = GUARDED_STORE,
+): Promise<GuardedStoreModule | undefined> {
   let loaded: unknown;
   try {
-    loaded = await import(GUARDED_STORE);
+    loaded = await import(specifier);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') return undefined;
@@ -33,9 +38,7 @@ async function importGuardedStore(): Promise<GuardedStoreModule | undefined> {
   }
   const module = loaded as Partial<GuardedStoreModule>;
   if (typeof module.createDatabase !== 'function' || typeof module.GuardedStore !== 'function') {
-    throw new Error(
-      `${GUARDED_STORE} is installed but has no createDatabase/GuardedStore: a version too old`,
-    );
+    throw new Error(`${specifier} is installed but has no createDatabase/GuardedStore: a version too old`);
   }
   return module as GuardedStoreModule;
 }
@@ -50,8 +53,9 @@ export async function readFence(
   databaseUrl: string,
   schema: string,
   resource: string,
+  load: () => Promise<GuardedStoreModule | undefined> = importGuardedStore,
 ): Promise<FenceReading> {
-  const store = await importGuardedStore();
+  const store = await load();
   if (store === undefined) {
     return {
       checked: false,
