@@ -15,8 +15,8 @@
  * Tests that fail when this breaks: test/fault/amnesia.test.ts (F19, F22), test/fault/restarts.test.ts (F6, F7),
  * test/integration/coordinator/lifecycle.test.ts.
  *
- * Just over 400 lines: membership, start-up checks, fresh initialization, the background re-check and fold passes,
- * and the status view all read the same per-node facts; the repair itself lives in nodes/repair.ts.
+ * Just under 500 lines: membership, start-up checks, fresh initialization, the background re-check and fold passes,
+ * and the status views (probed, recent, cached) all read the same per-node facts; the repair itself lives in nodes/repair.ts.
  */
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
@@ -434,10 +434,14 @@ export class NodeSet implements ProtocolContext {
         connection.repairProgress =
           text === undefined ? { phase: 'claiming' } : (progress ?? connection.repairProgress);
         if (text !== undefined) {
-          this.onRepairProgress(node.index, {
-            ...(connection.repairProgress ?? { phase: 'claiming' }),
-            detail: text,
-          });
+          try {
+            this.onRepairProgress(node.index, {
+              ...(connection.repairProgress ?? { phase: 'claiming' }),
+              detail: text,
+            });
+          } catch {
+            // a listener's failure must not stop the repair
+          }
         }
       },
       reportError: this.reportError,
