@@ -22,7 +22,8 @@ export const REPAIR_USAGE = `usage: fenced-coordinator repair <node> [--watch] [
 Repairs a Redis node that restarted empty (DESIGN §3): sits out the max ttl (FENCED_MAX_TTL_MS: use the
 service's value), copies the token registers from the other nodes, then lets the node vote again. Prints each
 step until it is done. A repair another process runs (the service starts one on its own) is joined, not
-duplicated. <node> is a node index (0-based, in FENCED_REDIS_URLS order) or its host:port.
+duplicated. <node> is a node index (0-based, in FENCED_REDIS_URLS order) or its host:port. Ctrl-C stops a
+repair this command runs; any coordinator (the service) takes it over once its marker expires (15 s).
 Exit code 0 once the node votes (or when it had nothing to repair), 1 when the repair failed or timed out,
 2 for bad arguments.
 
@@ -116,14 +117,32 @@ async function runRepair(
         outcome = { error };
       },
     );
-    while (outcome === undefined) {
-      if (performance.now() > deadline) {
-        report.failed(
-          `timed out; the repair stops with this command (another coordinator, e.g. the service, takes over once its marker expires)`,
-        );
-        return ExitCode.FAILED;
+    // Ctrl-C (or SIGTERM) stops the repair in order: close() below aborts it and waits for it to stop.
+    let interrupted: NodeJS.Signals | undefined;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      interrupted = signal;
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      while (outcome === undefined) {
+        const stopped =
+          interrupted !== undefined
+            ? `${interrupted} received`
+            : performance.now() > deadline
+              ? 'timed out'
+              : undefined;
+        if (stopped !== undefined) {
+          report.failed(
+            `${stopped}; the repair stops with this command (another coordinator, e.g. the service, takes over once its marker expires)`,
+          );
+          return ExitCode.FAILED;
+        }
+        await Promise.race([repair, new Promise((resolve) => setTimeout(resolve, POLL_MS))]);
       }
-      await Promise.race([repair, new Promise((resolve) => setTimeout(resolve, POLL_MS))]);
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
     if (outcome.error !== undefined) {
       report.failed(`the repair failed: ${messageOf(outcome.error)}`);
