@@ -9,7 +9,8 @@
 //   and by require.cache;
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
 //   ESM and from CommonJS, compiles;
-// - the `fenced-coordinator` command runs (and refuses to start without its configuration).
+// - the `fenced-coordinator` command runs (and refuses to start without its configuration), and so do its
+//   operator commands.
 // Exits non-zero with every problem listed. `--keep` leaves the scratch project in place.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -328,6 +329,34 @@ export const names: string[] = [
     pass('fenced-coordinator runs, and refuses to start without FENCED_REDIS_URLS');
   } else {
     fail(`fenced-coordinator: exit code ${bin.status}, stderr ${JSON.stringify(bin.stderr.slice(0, 400))}`);
+  }
+  const status = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), ['status'], {
+    cwd: project,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 30_000,
+  });
+  const keygen = spawnSync(
+    join(project, 'node_modules/.bin/fenced-coordinator'),
+    ['keygen', '--stdout', '--json'],
+    {
+      cwd: project,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+      timeout: 30_000,
+    },
+  );
+  if (
+    status.status === 2 &&
+    status.stderr.includes('FENCED_REDIS_URLS') &&
+    keygen.status === 0 &&
+    keygen.stdout.includes('BEGIN PUBLIC KEY')
+  ) {
+    pass('fenced-coordinator status refuses to run without FENCED_REDIS_URLS; keygen makes a key pair');
+  } else {
+    fail(
+      `fenced-coordinator operator commands: status exit ${status.status} (${JSON.stringify(status.stderr.slice(0, 200))}), keygen exit ${keygen.status}`,
+    );
   }
 } finally {
   if (keep) console.log(`scratch project kept in ${scratch}`);

@@ -12,7 +12,8 @@ import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from 
 import { closeAllWatches, type LeaseWatch, type LeaseWatchOptions } from './lease-watch.js';
 import { GrantedMultiLease, validateResourceList, type MultiLease } from './multi-lease.js';
 import { newLeaseId } from './lease-ids.js';
-import { NodeSet, type NodeStatus } from './nodes/node-set.js';
+import { NodeSet, type NodeRepairStatus, type NodeStatus } from './nodes/node-set.js';
+import type { RepairProgress } from './nodes/repair.js';
 import {
   integer,
   MAX_TIMER_MS,
@@ -32,7 +33,7 @@ import { monotonicNow } from './redlock/validity.js';
 import { TokenProposer } from './tokens/proposal.js';
 import { ReleaseNotifier, type ReleaseSubscription } from './waiters.js';
 
-export type { NodeStatus };
+export type { NodeStatus, NodeRepairStatus, RepairProgress };
 
 export interface AcquireOptions {
   /** Lease time to live, an integer number of ms up to `maxTtlMs`. */
@@ -66,15 +67,25 @@ export interface NodeErrorEvent {
   error: unknown;
 }
 
+/** Payload of the `repairProgress` event: a repair this coordinator runs took a step (DESIGN §3). */
+export interface RepairProgressEvent {
+  node: number;
+  address: string;
+  /** The step: its phase, registers copied so far, and the same in words. */
+  repair: NodeRepairStatus;
+}
+
 export interface CoordinatorEvents {
   nodeError: [NodeErrorEvent];
+  repairProgress: [RepairProgressEvent];
 }
 
 const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
 
 /**
  * Grants Redlock leases over N independent Redis masters, each with a fencing token from a quorum
- * max-register (DESIGN §2 and §3). Emits `nodeError` events ({ node, address, operation, error }).
+ * max-register (DESIGN §2 and §3). Emits `nodeError` events ({ node, address, operation, error }) and
+ * `repairProgress` events ({ node, address, repair }) for every step of a repair it runs.
  */
 export class Coordinator extends EventEmitter<CoordinatorEvents> implements LeaseOperations {
   readonly quorum: number;
@@ -100,6 +111,12 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       this.settings,
       (i, operation, error) => this.reportNodeError(i, operation, error),
       this.closing.signal,
+      (node, repair) =>
+        this.emit('repairProgress', {
+          node,
+          address: this.nodes?.nodes[node]?.address ?? `node ${node}`,
+          repair,
+        }),
     );
     this.nodeCount = this.nodes.nodes.length;
     this.quorum = this.nodes.quorum;
@@ -267,6 +284,26 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /** Probes every node now (for `/readyz`): one entry per node, in node order. */
   nodeStatus(): Promise<NodeStatus[]> {
     return this.nodes.nodeStatus();
+  }
+
+  /**
+   * The node view as this process last saw it, without calling any node: what the last probes, votes and
+   * repairs left (`repair` shows a running repair's phase and registers copied). Non-voting and unreachable
+   * nodes are re-probed in the background every second; voting nodes only by `nodeStatus()` or
+   * `recentNodeStatus()`, so a voting node that stopped answering still shows reachable here until then.
+   */
+  cachedNodeStatus(): NodeStatus[] {
+    return this.nodes.cachedStatus();
+  }
+
+  /**
+   * The node view, probing every node again only when some node's last probe is older than `maxAgeMs` (one
+   * probe round at a time, shared by concurrent callers). For scrapers: however often they ask, each node gets
+   * at most one probe per `maxAgeMs`.
+   */
+  recentNodeStatus(maxAgeMs: number): Promise<NodeStatus[]> {
+    integer('maxAgeMs', maxAgeMs, { min: 0, max: MAX_TIMER_MS });
+    return this.nodes.recentStatus(maxAgeMs);
   }
 
   /**

@@ -5,7 +5,10 @@ export type {
   AcquireOptions,
   TryAcquireOptions,
   NodeStatus,
+  NodeRepairStatus,
+  RepairProgress,
   NodeErrorEvent,
+  RepairProgressEvent,
   CoordinatorEvents,
 } from './coordinator.js';
 export type { Lease } from './lease.js';

@@ -7,6 +7,7 @@ import { ApiKeyCheck } from './api-key-auth.js';
 import { healthRoutes } from './health-routes.js';
 import type { LeaseService, NodeErrorEvent } from './lease-service.js';
 import { lockRoutes } from './lock-routes.js';
+import { registerNodeMetrics } from './node-metrics.js';
 import { multiLeaseRoutes } from './multi-lease-routes.js';
 import { createOpenApiDocument } from './openapi.js';
 import { requestLog, routePattern, safeError } from './request-log.js';
@@ -69,6 +70,7 @@ export function createApp(deps: AppDeps): Express {
   const options = resolveOptions(deps);
   const logger = deps.logger ?? createServiceLogger({ level: 'silent' });
   const metrics = new ServiceMetrics(deps.registry);
+  registerNodeMetrics(metrics.registry, deps.coordinator);
   const shutdownSignal = deps.shutdownSignal ?? new AbortController().signal;
   const schemas = createSchemas(options);
   const auth = new ApiKeyCheck(options.apiKeys);

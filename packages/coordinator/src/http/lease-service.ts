@@ -34,6 +34,8 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
   inspect(resource: string): Promise<{ held: boolean; token?: bigint }>;
   /** One entry per node, in node order, for `/readyz`. */
   nodeStatus(): Promise<readonly NodeStatusView[]>;
+  /** See `Coordinator.recentNodeStatus`: the view, probed again only when older than `maxAgeMs` (`/metrics`). */
+  recentNodeStatus?(maxAgeMs: number): Promise<readonly NodeStatusView[]>;
 }
 
 /** What the service reads from a granted or extended lease; `proof` only when the coordinator signs. */

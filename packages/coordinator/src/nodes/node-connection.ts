@@ -38,6 +38,7 @@ import {
   tokenKeyPattern,
 } from '../redlock/keys.js';
 import type { ProtocolNode } from '../protocol/protocol-node.js';
+import type { RepairProgress } from './repair.js';
 import {
   configProblems,
   parseConfigReply,
@@ -96,6 +97,10 @@ export class NodeConnection implements ProtocolNode {
   initialized = false;
   /** Set while a repair runs; shown in `nodeStatus().problems`. */
   repairStatus: string | undefined;
+  /** Set while a repair runs: its phase and registers copied, shown as `nodeStatus().repair`. */
+  repairProgress: RepairProgress | undefined;
+  /** When the last probe ended, on the monotonic clock (`performance.now()`); undefined until the first. */
+  lastProbeAt: number | undefined;
 
   private readonly incarnationKey: string;
   private readonly floorKey: string;
@@ -440,6 +445,7 @@ export class NodeConnection implements ProtocolNode {
       };
     }
     this.lastProbe = probe;
+    this.lastProbeAt = performance.now();
     return probe;
   }
 

@@ -15,8 +15,8 @@
  * Tests that fail when this breaks: test/fault/amnesia.test.ts (F19, F22), test/fault/restarts.test.ts (F6, F7),
  * test/integration/coordinator/lifecycle.test.ts.
  *
- * Just over 400 lines: membership, start-up checks, fresh initialization, the background re-check and fold passes,
- * and the status view all read the same per-node facts; the repair itself lives in nodes/repair.ts.
+ * Just under 500 lines: membership, start-up checks, fresh initialization, the background re-check and fold passes,
+ * and the status views (probed, recent, cached) all read the same per-node facts; the repair itself lives in nodes/repair.ts.
  */
 import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +28,7 @@ import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink } from './node-connection.js';
 import { initializeFreshCluster } from './fresh-cluster.js';
-import { repairNode, type RepairContext, type RepairNode } from './repair.js';
+import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
 export interface NodeStatus {
@@ -44,6 +44,14 @@ export interface NodeStatus {
   /** False while unreachable, misconfigured, or restarted empty and not yet repaired. */
   voting: boolean;
   latencyMs?: number;
+  /** Present while this process repairs the node (or waits for another process's repair of it). */
+  repair?: NodeRepairStatus;
+}
+
+/** What a running repair is doing (`NodeStatus.repair`). */
+export interface NodeRepairStatus extends RepairProgress {
+  /** The same in words, as in `problems`. */
+  readonly detail: string;
 }
 
 /** How often nodes that do not vote are probed again (reconnected, reconfigured, repaired elsewhere). */
@@ -67,6 +75,8 @@ export class NodeSet implements ProtocolContext {
   readonly probeTimeoutMs: number;
 
   private readonly repairs = new Map<number, Promise<void>>();
+  /** The probe round `recentStatus` runs, shared by its concurrent callers. */
+  private probing: Promise<void> | undefined;
   private readonly repairProblems = new Map<number, string>();
   private startup: Promise<void> | undefined;
   private recheckTimer: NodeJS.Timeout | undefined;
@@ -80,6 +90,8 @@ export class NodeSet implements ProtocolContext {
     readonly reportError: NodeErrorSink,
     /** Aborted when the coordinator closes: stops re-checks and repairs. */
     readonly closing: AbortSignal,
+    /** Told every step of every repair this set runs (the coordinator's `repairProgress` event). */
+    private readonly onRepairProgress: (node: number, status: NodeRepairStatus) => void = () => undefined,
   ) {
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new InvalidRequestError('nodes must be a non-empty array of redis:// URLs or ioredis clients');
@@ -143,6 +155,37 @@ export class NodeSet implements ProtocolContext {
     await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
     await this.afterProbe();
     return this.nodes.map((node) => this.statusOf(node));
+  }
+
+  /**
+   * The node view without probing anything: what the last probes, votes and repairs left behind (the
+   * background re-check keeps non-voting and unreachable nodes fresh; voting nodes are probed only when asked).
+   */
+  cachedStatus(): NodeStatus[] {
+    return this.nodes.map((node) => this.statusOf(node));
+  }
+
+  /**
+   * The node view, probed again only when some node's last probe is older than `maxAgeMs`: one probe round at a
+   * time, shared by every caller that arrives while it runs. For scrapers (the service's `/metrics`), which may
+   * ask often without costing each node more than one probe per `maxAgeMs`.
+   */
+  async recentStatus(maxAgeMs: number): Promise<NodeStatus[]> {
+    await this.started();
+    const now = performance.now();
+    const stale = this.nodes.some((n) => n.lastProbeAt === undefined || now - n.lastProbeAt > maxAgeMs);
+    if (stale) {
+      this.probing ??= (async () => {
+        try {
+          await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
+          await this.afterProbe();
+        } finally {
+          this.probing = undefined;
+        }
+      })();
+      await this.probing;
+    }
+    return this.cachedStatus();
   }
 
   /** The running repair of node `index`, started if none runs. */
@@ -350,6 +393,7 @@ export class NodeSet implements ProtocolContext {
 
   private async repairOnce(node: NodeConnection): Promise<void> {
     node.repairStatus = 'restarted empty: repair starting';
+    node.repairProgress = { phase: 'claiming' };
     try {
       await repairNode(this.repairContext(), node);
       node.initialized = true;
@@ -361,6 +405,7 @@ export class NodeSet implements ProtocolContext {
       throw error;
     } finally {
       node.repairStatus = undefined;
+      node.repairProgress = undefined;
     }
   }
 
@@ -372,9 +417,22 @@ export class NodeSet implements ProtocolContext {
       clock: this.clock,
       callTimeoutMs: this.probeTimeoutMs,
       closing: this.closing,
-      status: (node: RepairNode, text: string | undefined) => {
+      status: (node: RepairNode, text: string | undefined, progress?: RepairProgress) => {
         const connection = this.nodes[node.index];
-        if (connection !== undefined) connection.repairStatus = text ?? 'restarted empty: repair starting';
+        if (connection === undefined) return;
+        connection.repairStatus = text ?? 'restarted empty: repair starting';
+        connection.repairProgress =
+          text === undefined ? { phase: 'claiming' } : (progress ?? connection.repairProgress);
+        if (text !== undefined) {
+          try {
+            this.onRepairProgress(node.index, {
+              ...(connection.repairProgress ?? { phase: 'claiming' }),
+              detail: text,
+            });
+          } catch {
+            // a listener's failure must not stop the repair
+          }
+        }
       },
       reportError: this.reportError,
     };
@@ -410,6 +468,9 @@ export class NodeSet implements ProtocolContext {
     };
     if (probe?.role !== undefined) status.role = probe.role;
     if (probe?.latencyMs !== undefined) status.latencyMs = probe.latencyMs;
+    if (node.repairStatus !== undefined) {
+      status.repair = { ...(node.repairProgress ?? { phase: 'claiming' }), detail: node.repairStatus };
+    }
     return status;
   }
 }

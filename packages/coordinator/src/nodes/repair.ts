@@ -58,6 +58,19 @@ export interface RepairNode {
   finishRepair(timeoutMs: number, repairId: string, incarnation: string): Promise<FinishRepairReply>;
 }
 
+/** Where a repair is, for `nodeStatus()[i].repair` and the service's `fenced_node_repair*` gauges. */
+export interface RepairProgress {
+  /**
+   * `claiming` (taking the node's repair marker, or starting over), `waiting` (another process repairs it),
+   * `sitting-out` (step 1), `reading` (step 2), `copying` (step 3), `finishing` (the final, marker-checked call).
+   */
+  readonly phase: 'claiming' | 'waiting' | 'sitting-out' | 'reading' | 'copying' | 'finishing';
+  /** Token registers raised on the node so far (during and after `copying`). */
+  readonly registersCopied?: number;
+  /** Token registers to raise (known from `copying` on). */
+  readonly registersTotal?: number;
+}
+
 export interface RepairContext {
   readonly nodes: readonly RepairNode[];
   readonly quorum: number;
@@ -68,7 +81,7 @@ export interface RepairContext {
   /** Aborted when the coordinator closes. */
   readonly closing: AbortSignal;
   /** What the repair is doing now, for `nodeStatus()`; `undefined` when it stopped. */
-  status(node: RepairNode, text: string | undefined): void;
+  status(node: RepairNode, text: string | undefined, progress?: RepairProgress): void;
   reportError(node: number, operation: string, error: unknown): void;
   /** A fresh random id (repair ids, incarnations). */
   newId?: () => string;
@@ -120,7 +133,7 @@ export async function repairNode(
       } catch (error) {
         if (!(error instanceof RepairRestart) || attempt >= timing.maxRestarts) throw error;
         restartedBecause = `repair attempt ${attempt + 2}: ${error.message}, so the repair starts over`;
-        context.status(target, `restarted empty: ${restartedBecause}`);
+        context.status(target, `restarted empty: ${restartedBecause}`, { phase: 'claiming' });
       }
     }
   } finally {
@@ -147,7 +160,7 @@ async function repairOnce(
     );
     if (claim.kind === 'initialized') return; // repaired elsewhere, or never lost its state
     if (claim.kind === 'claimed') break;
-    context.status(target, 'restarted empty: another process is repairing it; waiting');
+    context.status(target, 'restarted empty: another process is repairing it; waiting', { phase: 'waiting' });
     await clock.sleep(timing.waitPollMs, context.closing);
   }
   // The claim observed the node empty: every grant that counted a promise it lost started before this moment.
@@ -160,6 +173,7 @@ async function repairOnce(
       target,
       `restarted empty: sits out ${sitOutMs} ms (maxTtlMs + drift) before copying registers and voting again` +
         (restartedBecause === undefined ? '' : ` (${restartedBecause})`),
+      { phase: 'sitting-out' },
     );
     await keeper.sleep(claimedAt + sitOutMs - clock.now());
 
@@ -168,10 +182,13 @@ async function repairOnce(
 
     // Step 3: raise the node, then finish while the marker is still ours.
     const registers = [...sources.registers].filter(([, value]) => value > sources.floor);
-    context.status(
-      target,
-      `restarted empty: copying the floor and ${registers.length} active token registers`,
-    );
+    const copying = (copied: number): void =>
+      context.status(
+        target,
+        `restarted empty: copying the floor and ${registers.length} active token registers (${copied} copied)`,
+        { phase: 'copying', registersCopied: copied, registersTotal: registers.length },
+      );
+    copying(0);
     let floorSent = false;
     for (let i = 0; i < registers.length || !floorSent; i += timing.batchSize) {
       keeper.throwIfLost();
@@ -181,8 +198,14 @@ async function repairOnce(
       if (raised.kind === 'corrupt')
         throw new Error('its floor or a register holds something other than a token');
       floorSent = true;
+      copying(Math.min(registers.length, i + batch.length));
     }
     keeper.throwIfLost();
+    context.status(target, 'restarted empty: registers copied; finishing the repair', {
+      phase: 'finishing',
+      registersCopied: registers.length,
+      registersTotal: registers.length,
+    });
     const finished = await retried(timing, () => target.finishRepair(timeout, repairId, newId()));
     if (finished.kind !== 'finished') throw new RepairRestart('its repair marker was lost before the finish');
   } finally {
@@ -210,7 +233,9 @@ async function readSources(
   if (candidates.length < required) {
     throw new Error(`needs ${required} other nodes to copy token registers from, has ${candidates.length}`);
   }
-  context.status(target, `restarted empty: reading token registers from ${required} of the other nodes`);
+  context.status(target, `restarted empty: reading token registers from ${required} of the other nodes`, {
+    phase: 'reading',
+  });
   const registers = new Map<string, bigint>();
   let floor = 0n;
   let complete = 0;

@@ -1,0 +1,123 @@
+import { validateResourceName } from '@fenced/shared';
+import { NodeSet, type NodeStatus } from '../nodes/node-set.js';
+import { resolveOptions } from '../options.js';
+import { inspectOnQuorum } from '../protocol/inspect.js';
+import { repairMarkerKey, resourceKeys } from '../redlock/keys.js';
+import { coordinatorOptionsOf, type CliConfig } from './cli-config.js';
+
+/** One node as `status` reports it: the coordinator's node status plus what only the node itself knows. */
+export interface ObservedNode extends NodeStatus {
+  /** Whether the node holds its incarnation key; undefined when unreachable. */
+  initialized?: boolean;
+  /**
+   * Whether some process holds the node's repair marker (a repair runs, in the service or elsewhere), with the
+   * marker's remaining time; undefined when unreachable.
+   */
+  repairMarker?: { readonly held: boolean; readonly expiresInMs?: number };
+}
+
+/** One node's answer to `inspect`. */
+export interface NodeLeaseView {
+  readonly node: number;
+  readonly address: string;
+  /** `held` (with the lease's token), `free`, `not-voting` (not asked), `not-initialized`, or `error`. */
+  readonly state: 'held' | 'free' | 'not-voting' | 'not-initialized' | 'error';
+  readonly token?: bigint;
+  readonly error?: string;
+}
+
+/**
+ * A read-only view of the cluster for the operator commands. Unlike a `Coordinator` it never acts on what it
+ * sees: it probes the nodes once (no fresh-cluster initialization, no repair, no background re-check or fold),
+ * so `status` and `inspect` change nothing, whatever state the cluster is in.
+ */
+export class ClusterView {
+  private readonly set: NodeSet;
+  private readonly closing = new AbortController();
+  private probes = 0;
+
+  constructor(config: CliConfig) {
+    const settings = resolveOptions(coordinatorOptionsOf(config));
+    // Node errors are expected here (a node down is what the operator asks about); the probe says why.
+    this.set = new NodeSet(config.redisUrls, settings, () => undefined, this.closing.signal);
+  }
+
+  get quorum(): number {
+    return this.set.quorum;
+  }
+
+  get nodeCount(): number {
+    return this.set.nodes.length;
+  }
+
+  /** Probes every node (the first time waiting up to the probe timeout for the connections). */
+  async probe(): Promise<void> {
+    const waitForConnection = this.probes++ === 0;
+    await Promise.all(
+      this.set.nodes.map((node) => node.probe(this.set.probeTimeoutMs, { waitForConnection })),
+    );
+  }
+
+  /** Every node's status after a fresh probe, with its incarnation key and repair marker. */
+  async nodes(): Promise<ObservedNode[]> {
+    await this.probe();
+    const markerKey = repairMarkerKey(this.set.settings.keyPrefix);
+    return Promise.all(
+      this.set.nodes.map(async (node): Promise<ObservedNode> => {
+        const status: ObservedNode = this.set.statusOf(node);
+        if (node.lastProbe?.reachable !== true) return status;
+        status.initialized = node.lastProbe.initialized === true;
+        try {
+          const ttl = await node.call('check', this.set.probeTimeoutMs, (c) => c.pttl(markerKey));
+          status.repairMarker =
+            ttl === -2 ? { held: false } : ttl >= 0 ? { held: true, expiresInMs: ttl } : { held: true };
+          if (status.repairMarker.held) {
+            // This process repairs nothing; the marker says which state the node is really in.
+            status.problems = status.problems.filter((p) => !p.includes('waiting for repair'));
+            status.problems.push(
+              'restarted empty: a repair is running (some process holds its repair marker)',
+            );
+          }
+        } catch {
+          // leave repairMarker undefined: unknown
+        }
+        return status;
+      }),
+    );
+  }
+
+  /** Whether a quorum holds a lease on `resource` and its token (never a lease id), and each node's view. */
+  async inspect(resource: string): Promise<{ held: boolean; token?: bigint; nodes: NodeLeaseView[] }> {
+    validateResourceName(resource);
+    await this.probe();
+    const keys = resourceKeys(this.set.settings.keyPrefix, resource);
+    const timeout = this.set.settings.nodeTimeoutMs;
+    const [quorum, nodes] = await Promise.all([
+      inspectOnQuorum(this.set, keys),
+      Promise.all(
+        this.set.nodes.map(async (node): Promise<NodeLeaseView> => {
+          const base = { node: node.index, address: node.address };
+          if (!this.set.isVoting(node.index)) return { ...base, state: 'not-voting' };
+          try {
+            const reply = await node.inspect(timeout, keys);
+            if (reply.kind === 'not-initialized') return { ...base, state: 'not-initialized' };
+            return {
+              ...base,
+              state: reply.held ? 'held' : 'free',
+              ...(reply.token !== null ? { token: reply.token } : {}),
+            };
+          } catch (error) {
+            return { ...base, state: 'error', error: error instanceof Error ? error.message : String(error) };
+          }
+        }),
+      ),
+    ]);
+    return { ...quorum, nodes };
+  }
+
+  /** Closes the connections. */
+  async close(): Promise<void> {
+    this.closing.abort();
+    await this.set.close();
+  }
+}
