@@ -2,7 +2,7 @@
 // comes back once it resumes. No timing thresholds: each step polls /metrics until the value shows, within a
 // generous liveness bound.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { startTestService, type TestService } from './service-harness.js';
 
 let env: RedisNodes;
