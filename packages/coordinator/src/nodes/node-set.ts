@@ -8,15 +8,17 @@
  *   hold its incarnation key. The scripts check the incarnation key themselves on every vote, so a stale
  *   "voting" view here can only ask a node that then abstains — it can never count an empty node's vote.
  * - A node without its incarnation key has lost its state (or was never initialized). It is initialized fresh
- *   only when *no* node of the set is initialized — then no node has ever voted, so no node can hold state
- *   another lacks. Otherwise it is repaired (nodes/repair.ts), never initialized in place: a grant may be in flight
- *   that counted its lost promise.
+ *   only when *no* node of the set is initialized, and then only through the mark-check-initialize steps of
+ *   nodes/fresh-cluster.ts (one look at every node is no proof: a node can vote and restart empty meanwhile).
+ *   Otherwise it is repaired (nodes/repair.ts), never initialized in place: a grant may be in flight that counted
+ *   its lost promise.
  *
  * Tests that fail when this breaks: test/fault/amnesia.test.ts (F19, F22), test/fault/restarts.test.ts (F6, F7),
- * test/integration/coordinator/lifecycle.test.ts.
+ * test/integration/coordinator/lifecycle.test.ts, test/unit/coordinator/fresh-cluster.test.ts.
  *
- * Just under 500 lines: membership, start-up checks, fresh initialization, the background re-check and fold passes,
- * and the status views (probed, recent, cached) all read the same per-node facts; the repair itself lives in nodes/repair.ts.
+ * Just under 500 lines: membership, start-up checks, the background re-check and fold passes, and the status views
+ * (probed, recent, cached) all read the same per-node facts; fresh initialization (nodes/fresh-cluster.ts) and the
+ * repair (nodes/repair.ts) live apart.
  */
 import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
