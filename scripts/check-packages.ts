@@ -4,7 +4,7 @@
 // - every tarball has README.md and LICENSE (the root's text), no build info, no example code, and every file
 //   its `exports` map and `bin` name;
 // - `require()` and `import` of every public entry work and agree on the export names;
-// - the library entries load no HTTP stack (express, pino, prom-client, zod), seen by a module-resolution hook
+// - the library entries load no HTTP stack (express, fastify, pino, prom-client, zod), seen by a module-resolution hook
 //   and by require.cache;
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
 //   ESM and from CommonJS, compiles;
@@ -30,7 +30,7 @@ const ENTRIES: readonly { specifier: string; library: boolean }[] = [
   { specifier: '@fenced/guarded-store', library: true },
   { specifier: '@fenced/redlock', library: true },
 ];
-const HTTP_STACK = ['express', 'pino', 'prom-client', 'zod'];
+const HTTP_STACK = ['express', 'fastify', 'pino', 'prom-client', 'zod'];
 
 const problems: string[] = [];
 const fail = (message: string): void => {

@@ -93,13 +93,13 @@ export async function runHttp(
     { name: 'fenced', service: coordinator as LeaseService },
     { name: 'stub', service: new StubLeaseService() as LeaseService },
   ].map((subject) => {
-    const server = http.createServer(
-      createApp({ coordinator: subject.service, shutdownSignal: shutdown.signal }),
-    );
+    const app = createApp({ coordinator: subject.service, shutdownSignal: shutdown.signal });
+    const server = app.server;
     server.keepAliveTimeout = 60_000;
-    return { ...subject, server, port: 0 };
+    return { ...subject, app, server, port: 0 };
   });
   for (const subject of subjects) {
+    await subject.app.ready();
     await new Promise<void>((resolve) => subject.server.listen(0, '127.0.0.1', resolve));
     subject.port = (subject.server.address() as AddressInfo).port;
   }

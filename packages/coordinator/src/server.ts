@@ -1,7 +1,6 @@
 // The coordinator service as a process: `startServer` listens, `main` reads the environment and handles
 // signals. The only module that touches ports, signals and `process.env`; it runs nothing on import (the
 // `fenced-coordinator` command, `bin/fenced-coordinator.ts`, calls `main`).
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -81,17 +80,16 @@ export async function startServer(
     healthAuth: config.healthAuth,
   });
 
-  const server = http.createServer(app);
+  const server = app.server;
   // A waiting acquire may legitimately take maxWaitMs; requests slower than that (plus slack) are dropped.
   server.requestTimeout = config.maxWaitMs + 30_000;
   server.headersTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await coordinator.close();
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
@@ -129,6 +127,7 @@ export async function startServer(
       }
       clearTimeout(timer);
       clearInterval(sweeper);
+      await app.close();
       await coordinator.close();
       logger.info('stopped');
     })();

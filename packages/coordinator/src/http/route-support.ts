@@ -1,7 +1,7 @@
 import { ErrorCode, QuorumUnavailableError, isFencedError } from '@fenced/shared';
-import type { Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { safeError } from './request-log.js';
+import { safeError, type RequestLog } from './request-log.js';
 import type { DenialReason, ServiceMetrics } from './service-metrics.js';
 
 /** What both lease routers (`/v1/locks`, `/v1/leases`) do the same way: waits on the server, and timed calls. */
@@ -13,7 +13,8 @@ export interface RouteSupport {
    * clients retry elsewhere. Sends the lease with `send`, or nothing when the client is gone.
    */
   serverSideAcquire<L>(
-    res: Response,
+    request: FastifyRequest,
+    reply: FastifyReply,
     operation: string,
     acquire: (signal: AbortSignal) => Promise<L>,
     release: (lease: L) => Promise<void>,
@@ -31,9 +32,10 @@ export interface RouteSupport {
 export function createRouteSupport(deps: {
   metrics: ServiceMetrics;
   logger: Logger;
+  requestLog: RequestLog;
   shutdownSignal: AbortSignal;
 }): RouteSupport {
-  const { metrics, logger, shutdownSignal } = deps;
+  const { metrics, logger, requestLog, shutdownSignal } = deps;
 
   // Acquires in progress, each with its own controller. Shutdown aborts them one by one (rather than every
   // request combining its signal with the long-lived shutdown signal through AbortSignal.any, which keeps a
@@ -48,7 +50,7 @@ export function createRouteSupport(deps: {
   );
 
   return {
-    async serverSideAcquire(res, operation, acquire, release, send) {
+    async serverSideAcquire(request, reply, operation, acquire, release, send) {
       const timer = metrics.operationSeconds.startTimer({ operation });
       const releaseAbandoned = async (lease: Parameters<typeof release>[0]): Promise<void> => {
         metrics.grantsReleasedAfterDisconnect.inc();
@@ -71,9 +73,11 @@ export function createRouteSupport(deps: {
       const cancel = new AbortController();
       let clientGone = false;
       let granted: { lease: Parameters<typeof release>[0] } | undefined;
+      const res = reply.raw;
       res.once('close', () => {
         if (res.writableFinished) return;
         clientGone = true;
+        requestLog.aborted(request, reply);
         cancel.abort(new Error('client disconnected'));
         if (granted) void releaseAbandoned(granted.lease);
       });
