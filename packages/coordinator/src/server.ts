@@ -90,9 +90,24 @@ export async function startServer(
   });
 
   const server = app.server;
-  // A waiting acquire may legitimately take maxWaitMs; requests slower than that (plus slack) are dropped.
-  server.requestTimeout = config.maxWaitMs + 30_000;
-  server.headersTimeout = 30_000;
+  // Slow clients: headers and the whole request (receiving it, not serving it: a waiting acquire is received at
+  // once and then waits its waitMs, which maxWaitMs bounds) have their own bounds, checked every second or
+  // sooner (Node checks every 30 s by default, which would let a 10 s bound hold a connection for 40 s).
+  server.headersTimeout = config.headersTimeoutMs;
+  server.requestTimeout = config.requestTimeoutMs;
+  (server as typeof server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
+    1_000,
+    config.headersTimeoutMs,
+  );
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  // Past the cap Node closes a new connection as soon as it is accepted.
+  server.maxConnections = config.maxConnections;
+  let lastDropWarning = -Infinity;
+  server.on('drop', () => {
+    if (performance.now() - lastDropWarning < 10_000) return;
+    lastDropWarning = performance.now();
+    logger.warn({ maxConnections: config.maxConnections }, 'connection cap reached: closing new connections');
+  });
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (error) {
