@@ -50,6 +50,11 @@ export interface ServiceConfig {
   readonly tokenRetentionMs: number | undefined;
   /** `FENCED_LOG_LEVEL`. */
   readonly logLevel: LogLevel;
+  /**
+   * `FENCED_ACCESS_LOG_LEVEL`: level of the access-log line of a successful request (client errors are logged
+   * at `info`, server errors at `warn`). Below `FENCED_LOG_LEVEL`, a success writes nothing.
+   */
+  readonly accessLogLevel: LogLevel;
   /** `FENCED_SHUTDOWN_GRACE_MS`: how long in-flight requests may finish after SIGTERM/SIGINT. */
   readonly shutdownGraceMs: number;
   /**
@@ -91,6 +96,7 @@ export const DEFAULT_SERVICE_CONFIG = Object.freeze({
   bodyLimitBytes: DEFAULT_APP_OPTIONS.bodyLimitBytes,
   unsafeAllowUnsafeNodes: false,
   logLevel: 'info',
+  accessLogLevel: DEFAULT_APP_OPTIONS.accessLogLevel,
   shutdownGraceMs: 10_000,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 20_000,
@@ -191,6 +197,9 @@ const ENV_SCHEMA = z.object({
   FENCED_LOG_LEVEL: optional.pipe(
     z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
   ),
+  FENCED_ACCESS_LOG_LEVEL: optional.pipe(
+    z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
+  ),
   FENCED_SHUTDOWN_GRACE_MS: integer(0, 600_000),
   FENCED_HEADERS_TIMEOUT_MS: integer(1, 600_000),
   FENCED_REQUEST_TIMEOUT_MS: integer(1, 600_000),
@@ -248,6 +257,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     nodeTimeoutMs: e.FENCED_NODE_TIMEOUT_MS,
     tokenRetentionMs: e.FENCED_TOKEN_RETENTION_MS,
     logLevel: e.FENCED_LOG_LEVEL ?? d.logLevel,
+    accessLogLevel: e.FENCED_ACCESS_LOG_LEVEL ?? d.accessLogLevel,
     shutdownGraceMs: e.FENCED_SHUTDOWN_GRACE_MS ?? d.shutdownGraceMs,
     headersTimeoutMs: e.FENCED_HEADERS_TIMEOUT_MS ?? d.headersTimeoutMs,
     requestTimeoutMs: e.FENCED_REQUEST_TIMEOUT_MS ?? d.requestTimeoutMs,

@@ -87,6 +87,7 @@ export async function startServer(
     bodyLimitBytes: config.bodyLimitBytes,
     apiKeys: config.apiKeys,
     healthAuth: config.healthAuth,
+    accessLogLevel: config.accessLogLevel,
   });
 
   const server = app.server;

@@ -54,6 +54,7 @@ describe('service configuration from the environment', () => {
       FENCED_REQUEST_TIMEOUT_MS: '3000',
       FENCED_KEEP_ALIVE_TIMEOUT_MS: '4000',
       FENCED_MAX_CONNECTIONS: '50',
+      FENCED_ACCESS_LOG_LEVEL: 'info',
     });
     expect(config).toEqual({
       redisUrls: ['redis://127.0.0.1:7001', 'redis://127.0.0.1:7002', 'redis://127.0.0.1:7003'],
@@ -70,6 +71,7 @@ describe('service configuration from the environment', () => {
       nodeTimeoutMs: 80,
       tokenRetentionMs: 120000,
       logLevel: 'warn',
+      accessLogLevel: 'info',
       shutdownGraceMs: 0,
       startupTimeoutMs: 1000,
       headersTimeoutMs: 2000,
