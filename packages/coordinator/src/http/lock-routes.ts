@@ -36,6 +36,7 @@ export function lockRoutes(app: FastifyInstance, deps: LockRoutesDeps): void {
       request,
       reply,
       'acquire',
+      (body.waitMs ?? 0) > 0,
       (signal) => coordinator.acquire(resource, { ttlMs: body.ttlMs, waitMs: body.waitMs ?? 0, signal }),
       (lease) => coordinator.release(lease.resource, lease.id),
       (lease) => sendLease(reply, 201, lease),

@@ -26,6 +26,7 @@ export function multiLeaseRoutes(app: FastifyInstance, deps: LockRoutesDeps): vo
       request,
       reply,
       'acquire_many',
+      (body.waitMs ?? 0) > 0,
       (signal) => coordinator.acquire(resources, { ttlMs: body.ttlMs, waitMs: body.waitMs ?? 0, signal }),
       (lease) => coordinator.release(lease.resources, lease.id),
       (lease) => sendMultiLease(reply, 201, lease),

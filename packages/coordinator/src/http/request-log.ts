@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Level, Logger } from 'pino';
@@ -9,10 +9,19 @@ export const REQUEST_ID_HEADER = 'X-Request-Id';
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 const UNMATCHED = '(unmatched)';
 
-/** fastify's `genReqId`: the caller's `X-Request-Id` when it is sane, else a fresh UUID. */
+/** Request ids of this process: a random prefix (telling replicas and restarts apart) and a sequence number. */
+const REQUEST_ID_PREFIX = randomBytes(9).toString('base64url');
+let requestSequence = 0;
+
+/**
+ * fastify's `genReqId`: the caller's `X-Request-Id` when it is sane, else the next id of this process (a
+ * counter costs nothing per request, where a random UUID each time was measurable).
+ */
 export function requestId(req: IncomingMessage): string {
   const incoming = req.headers['x-request-id'];
-  return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  if (typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming)) return incoming;
+  requestSequence += 1;
+  return `${REQUEST_ID_PREFIX}-${requestSequence.toString(36)}`;
 }
 
 /**
