@@ -80,7 +80,8 @@ const packageVersion = (createRequire(import.meta.url)('../../package.json') as 
 /**
  * Builds the coordinator service's HTTP app (DESIGN §5): a fastify instance with every route, hook and error
  * mapping in place. It never listens: `server.ts` owns ports, signals, connection limits and the environment
- * (`app.listen()`, or `app.inject()` in tests). Close it with `app.close()` when it was never listened on.
+ * (`await app.listen(...)` there; `app.inject(...)` or `app.server` after `await app.ready()` in tests).
+ * `app.close()` closes its server when listening and stops listening to the coordinator's `nodeError` events.
  */
 export function createApp(deps: AppDeps): FastifyInstance {
   const options = resolveOptions(deps);
@@ -103,9 +104,8 @@ export function createApp(deps: AppDeps): FastifyInstance {
     logger.debug({ node: event.node, operation: event.operation, err: safeError(event.error) }, 'node error');
   };
   deps.coordinator.on('nodeError', onNodeError);
-  shutdownSignal.addEventListener('abort', () => deps.coordinator.off('nodeError', onNodeError), {
-    once: true,
-  });
+  const stopNodeErrors = (): void => void deps.coordinator.off('nodeError', onNodeError);
+  shutdownSignal.addEventListener('abort', stopNodeErrors, { once: true });
 
   const app = fastify({
     // Logging is ours (RequestLog): fastify's request logger would cost a child logger per request.
@@ -131,6 +131,10 @@ export function createApp(deps: AppDeps): FastifyInstance {
     done(null, payload);
   });
   app.addHook('onResponse', requestLog.onResponse);
+  app.addHook('onClose', (_instance, done) => {
+    stopNodeErrors();
+    done();
+  });
 
   app.get('/openapi.json', (_request, reply) => {
     void reply.type('application/json; charset=utf-8').send(openApi);
