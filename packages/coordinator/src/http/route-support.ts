@@ -69,10 +69,8 @@ export function createRouteSupport(deps: {
         clientGone = true;
         requestLog.aborted(request, reply);
         cancel?.abort(new Error('client disconnected'));
-        if (granted) void releaseAbandoned(granted.lease);
+        if (granted) void releaseAfterDisconnect(metrics, logger, release, granted.lease);
       });
-      const releaseAbandoned = (lease: Parameters<typeof release>[0]): Promise<void> =>
-        releaseAfterDisconnect(metrics, logger, () => release(lease));
 
       if (cancel) inProgress.add(cancel);
       metrics.acquiresInFlight.inc();
@@ -96,7 +94,7 @@ export function createRouteSupport(deps: {
 
       if (clientGone) {
         timer({ outcome: 'client_disconnected' });
-        await releaseAbandoned(granted.lease);
+        await releaseAfterDisconnect(metrics, logger, release, granted.lease);
         return;
       }
       metrics.grants.inc();
@@ -138,14 +136,15 @@ function deny(
 }
 
 /** Releases a lease nobody will ever know the id of; on failure it ends at its TTL. */
-async function releaseAfterDisconnect(
+async function releaseAfterDisconnect<L>(
   metrics: ServiceMetrics,
   logger: Logger,
-  release: () => Promise<void>,
+  release: (lease: L) => Promise<void>,
+  lease: L,
 ): Promise<void> {
   metrics.grantsReleasedAfterDisconnect.inc();
   try {
-    await release();
+    await release(lease);
   } catch (error) {
     // The lease then ends at its TTL; the guard keeps the data safe either way.
     logger.warn({ err: safeError(error) }, 'could not release a lease granted after its client went away');
