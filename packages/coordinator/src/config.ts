@@ -50,8 +50,27 @@ export interface ServiceConfig {
   readonly tokenRetentionMs: number | undefined;
   /** `FENCED_LOG_LEVEL`. */
   readonly logLevel: LogLevel;
+  /**
+   * `FENCED_ACCESS_LOG_LEVEL`: level of the access-log line of a successful request (client errors are logged
+   * at `info`, server errors at `warn`). Below `FENCED_LOG_LEVEL`, a success writes nothing.
+   */
+  readonly accessLogLevel: LogLevel;
   /** `FENCED_SHUTDOWN_GRACE_MS`: how long in-flight requests may finish after SIGTERM/SIGINT. */
   readonly shutdownGraceMs: number;
+  /**
+   * `FENCED_HEADERS_TIMEOUT_MS`: how long a client may take to send a request's headers; a slower connection is
+   * answered 408 and closed.
+   */
+  readonly headersTimeoutMs: number;
+  /**
+   * `FENCED_REQUEST_TIMEOUT_MS`: how long a client may take to send a whole request, headers and body (408 and
+   * closed after). It bounds receiving only: a waiting acquire, received at once, may then wait its `waitMs`.
+   */
+  readonly requestTimeoutMs: number;
+  /** `FENCED_KEEP_ALIVE_TIMEOUT_MS`: how long an idle keep-alive connection stays open. */
+  readonly keepAliveTimeoutMs: number;
+  /** `FENCED_MAX_CONNECTIONS`: open connections at most; the service closes further ones at once. */
+  readonly maxConnections: number;
   /**
    * `FENCED_STARTUP_TIMEOUT_MS`: how long start-up waits for a quorum of voting nodes (nodes still starting,
    * a fresh cluster being initialized by another instance) before it gives up with the nodes' problems.
@@ -77,7 +96,12 @@ export const DEFAULT_SERVICE_CONFIG = Object.freeze({
   bodyLimitBytes: DEFAULT_APP_OPTIONS.bodyLimitBytes,
   unsafeAllowUnsafeNodes: false,
   logLevel: 'info',
+  accessLogLevel: DEFAULT_APP_OPTIONS.accessLogLevel,
   shutdownGraceMs: 10_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 20_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 1_000,
   startupTimeoutMs: 30_000,
 } as const satisfies Partial<ServiceConfig>);
 
@@ -177,7 +201,14 @@ export const ENV_SCHEMA = z.object({
   FENCED_LOG_LEVEL: optional.pipe(
     z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
   ),
+  FENCED_ACCESS_LOG_LEVEL: optional.pipe(
+    z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
+  ),
   FENCED_SHUTDOWN_GRACE_MS: integer(0, 600_000),
+  FENCED_HEADERS_TIMEOUT_MS: integer(1, 600_000),
+  FENCED_REQUEST_TIMEOUT_MS: integer(1, 600_000),
+  FENCED_KEEP_ALIVE_TIMEOUT_MS: integer(1, 600_000),
+  FENCED_MAX_CONNECTIONS: integer(1, 1_000_000),
   FENCED_STARTUP_TIMEOUT_MS: integer(0, 3_600_000),
   FENCED_SIGNING_KEY_ID: optional.pipe(
     z.string().regex(KEY_ID_PATTERN, { error: "must be 1 to 64 letters, digits, '-' or '_'" }).optional(),
@@ -230,13 +261,23 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     nodeTimeoutMs: e.FENCED_NODE_TIMEOUT_MS,
     tokenRetentionMs: e.FENCED_TOKEN_RETENTION_MS,
     logLevel: e.FENCED_LOG_LEVEL ?? d.logLevel,
+    accessLogLevel: e.FENCED_ACCESS_LOG_LEVEL ?? d.accessLogLevel,
     shutdownGraceMs: e.FENCED_SHUTDOWN_GRACE_MS ?? d.shutdownGraceMs,
+    headersTimeoutMs: e.FENCED_HEADERS_TIMEOUT_MS ?? d.headersTimeoutMs,
+    requestTimeoutMs: e.FENCED_REQUEST_TIMEOUT_MS ?? d.requestTimeoutMs,
+    keepAliveTimeoutMs: e.FENCED_KEEP_ALIVE_TIMEOUT_MS ?? d.keepAliveTimeoutMs,
+    maxConnections: e.FENCED_MAX_CONNECTIONS ?? d.maxConnections,
     startupTimeoutMs: e.FENCED_STARTUP_TIMEOUT_MS ?? d.startupTimeoutMs,
     signingKey: signingKeyFrom(e),
   };
   if (config.tokenRetentionMs !== undefined && config.tokenRetentionMs < config.maxTtlMs) {
     throw new InvalidRequestError(
       `invalid configuration: FENCED_TOKEN_RETENTION_MS (${config.tokenRetentionMs}) must be at least FENCED_MAX_TTL_MS (${config.maxTtlMs})`,
+    );
+  }
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new InvalidRequestError(
+      `invalid configuration: FENCED_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed FENCED_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs}): the headers are part of the request`,
     );
   }
   if (config.minTtlMs > config.maxTtlMs) {

@@ -419,7 +419,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
           continue;
         }
         const fallback = result.retryAfterMs ?? this.settings.retryDelayMs + this.jitter();
-        const woken = await subscription.wait(Math.min(fallback, remaining), signal, this.closing.signal);
+        const woken = await subscription.wait(Math.min(fallback, remaining), signal);
         signal?.throwIfAborted();
         this.throwIfClosed();
         // A split vote means several contenders: spread their retries. A plain hand-over retries at once.
@@ -515,7 +515,6 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     return {
       minValidityMs: this.settings.minValidityMs,
       retryDelayMs: this.settings.retryDelayMs,
-      closing: this.closing.signal,
       now: monotonicNow,
       keysOf: (resource) => this.keysOf(resource),
       attempt: (resource, keys, leaseId, ttlMs) => this.attempt(resource, keys, leaseId, ttlMs),

@@ -1,8 +1,7 @@
 // The coordinator service as a process: `startServer` listens, `main` reads the environment and handles
 // signals. The only module that touches ports, signals and `process.env`; it runs nothing on import (the
 // `fenced-coordinator` command, `bin/fenced-coordinator.ts`, calls `main`).
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loadConfig, type ServiceConfig } from './config.js';
@@ -11,6 +10,12 @@ import { UnsafeNodeError } from './errors.js';
 import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
 import { createServiceLogger } from './http/service-logger.js';
+
+/**
+ * How long a connection idle when the drain begins may still send one last request (answered with
+ * `Connection: close`) before it is closed.
+ */
+const DRAIN_IDLE_MS = 1_000;
 
 /** A service started by {@link startServer}. */
 export interface RunningServer {
@@ -21,8 +26,11 @@ export interface RunningServer {
   /** The service's coordinator: closed by `close()`. */
   readonly coordinator: Coordinator;
   /**
-   * Graceful shutdown: stop accepting connections, end waiting acquires (503), let in-flight requests finish
-   * within `shutdownGraceMs`, then drop what is left and close the coordinator's Redis connections.
+   * Graceful shutdown: stop accepting connections, answer every request from now on with `Connection: close`,
+   * end waiting acquires (503 with `Retry-After`), close connections that stay idle, let in-flight requests
+   * finish within `shutdownGraceMs`, then drop what is left and close the coordinator's Redis connections.
+   * Leases held by clients are not released: they belong to the clients, live in Redis, and stay valid until
+   * their TTL (clients extend or release them through another instance).
    */
   close(): Promise<void>;
 }
@@ -79,19 +87,34 @@ export async function startServer(
     bodyLimitBytes: config.bodyLimitBytes,
     apiKeys: config.apiKeys,
     healthAuth: config.healthAuth,
+    accessLogLevel: config.accessLogLevel,
   });
 
-  const server = http.createServer(app);
-  // A waiting acquire may legitimately take maxWaitMs; requests slower than that (plus slack) are dropped.
-  server.requestTimeout = config.maxWaitMs + 30_000;
-  server.headersTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const server = app.server;
+  // Slow clients: headers and the whole request (receiving it, not serving it: a waiting acquire is received at
+  // once and then waits its waitMs, which maxWaitMs bounds) have their own bounds, checked every second or
+  // sooner (Node checks every 30 s by default, which would let a 10 s bound hold a connection for 40 s).
+  server.headersTimeout = config.headersTimeoutMs;
+  server.requestTimeout = config.requestTimeoutMs;
+  (server as typeof server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
+    1_000,
+    config.headersTimeoutMs,
+  );
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  // Past the cap Node closes a new connection as soon as it is accepted.
+  server.maxConnections = config.maxConnections;
+  let lastDropWarning = -Infinity;
+  server.on('drop', () => {
+    if (performance.now() - lastDropWarning < 10_000) return;
+    lastDropWarning = performance.now();
+    logger.warn({ maxConnections: config.maxConnections }, 'connection cap reached: closing new connections');
   });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await coordinator.close();
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
@@ -113,11 +136,22 @@ export async function startServer(
   const close = (): Promise<void> => {
     closing ??= (async () => {
       logger.info({ graceMs: config.shutdownGraceMs }, 'shutting down');
+      // From here on every response says `Connection: close` (the app's onSend hook reads this signal), so no
+      // client sends another request on a connection that is about to close; waiting acquires end with 503.
       shutdown.abort(new Error('shutting down'));
-      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Keep-alive connections become idle as their last response goes out: close them as they do.
-      server.closeIdleConnections();
-      const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+      // Stop accepting connections, through net.Server's close: http.Server's (Node >= 19) would also close
+      // every idle keep-alive connection at once, and a client may already have sent its next request on one
+      // of them; that request would be answered with a reset. Busy connections close after their response.
+      const drained = new Promise<void>((resolve) =>
+        net.Server.prototype.close.call(server, () => resolve()),
+      );
+      // A connection still idle after DRAIN_IDLE_MS carried no request since the drain began: close it. This is
+      // HTTP/1.1's unavoidable race (a client that picks exactly that moment sees a reset), kept to connections
+      // idle for that long, as when a keep-alive timeout expires.
+      const idle = setTimeout(
+        () => server.closeIdleConnections(),
+        Math.min(DRAIN_IDLE_MS, config.shutdownGraceMs),
+      );
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), config.shutdownGraceMs);
@@ -128,7 +162,9 @@ export async function startServer(
         await drained;
       }
       clearTimeout(timer);
-      clearInterval(sweeper);
+      clearTimeout(idle);
+      // fastify's own close (its onClose hooks; the server is closed already).
+      await app.close();
       await coordinator.close();
       logger.info('stopped');
     })();

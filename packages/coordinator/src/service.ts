@@ -1,5 +1,5 @@
-// `@fenced/coordinator/service`: the HTTP service around the library — the express app, its configuration
-// from the environment, its logger, and the process around them. It loads express, pino, prom-client and zod;
+// `@fenced/coordinator/service`: the HTTP service around the library — the fastify app, its configuration
+// from the environment, its logger, and the process around them. It loads fastify, pino, prom-client and zod;
 // the library entry (`@fenced/coordinator`) loads none of them.
 export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
 export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';

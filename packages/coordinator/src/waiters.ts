@@ -51,6 +51,8 @@ export class ReleaseNotifier {
       this.waiters.set(channel, entry);
     }
     entry.set.add(subscription);
+    // Closed: wake at once, so the caller finds the coordinator closed instead of waiting out its fallback.
+    if (this.closed) subscription.notify();
     // Later waiters on the same channel wait for the same confirmations.
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([entry.ready, new Promise((resolve) => (timer = setTimeout(resolve, maxWaitMs)))]);
@@ -154,6 +156,7 @@ export class ReleaseNotifier {
     first?.notify();
   }
 
+  /** Wakes every waiter (they then find the coordinator closed), unsubscribes and disconnects. */
   async close(): Promise<void> {
     this.closed = true;
     for (const { set } of this.waiters.values()) for (const s of set) s.notify();
@@ -181,10 +184,12 @@ export class ReleaseSubscription {
   }
 
   /**
-   * Waits for a release message, at most `timeoutMs` (the timed fallback), or until any signal aborts.
-   * Resolves `true` when woken by a message.
+   * Waits for a release message, at most `timeoutMs` (the timed fallback), or until the caller's `signal`
+   * aborts. Resolves `true` when woken by a message. Closing the notifier wakes every waiter (`close()`), so no
+   * waiter listens on a signal that outlives it: a listener per waiter on the coordinator's long-lived closing
+   * signal was the MaxListenersExceededWarning of more than ten waiters (test: http/many-waiters.test.ts).
    */
-  wait(timeoutMs: number, ...signals: (AbortSignal | undefined)[]): Promise<boolean> {
+  wait(timeoutMs: number, signal: AbortSignal | undefined): Promise<boolean> {
     if (this.pending) {
       this.pending = false;
       return Promise.resolve(true);
@@ -192,17 +197,15 @@ export class ReleaseSubscription {
     return new Promise<boolean>((resolve) => {
       const finish = (): void => {
         clearTimeout(timer);
-        for (const signal of signals) signal?.removeEventListener('abort', finish);
+        signal?.removeEventListener('abort', finish);
         this.wake = undefined;
         const woken = this.pending;
         this.pending = false;
         resolve(woken);
       };
       const timer = setTimeout(finish, Math.max(0, timeoutMs));
-      for (const signal of signals) {
-        if (signal?.aborted) queueMicrotask(finish);
-        signal?.addEventListener('abort', finish, { once: true });
-      }
+      if (signal?.aborted) queueMicrotask(finish);
+      signal?.addEventListener('abort', finish, { once: true });
       this.wake = finish;
     });
   }

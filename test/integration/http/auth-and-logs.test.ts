@@ -10,6 +10,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
   let open: TestService;
   let guarded: TestService;
   let guardedHealth: TestService;
+  let quiet: TestService;
 
   beforeAll(async () => {
     redis = await startRedisNodes(5, { useExisting: false });
@@ -20,9 +21,11 @@ describe('coordinator HTTP API: authentication and logs', () => {
       startTestService(redis.urls, { FENCED_API_KEYS: `${KEY_A},${KEY_B}` }),
       startTestService(redis.urls, { FENCED_API_KEYS: KEY_A, FENCED_HEALTH_AUTH: 'required' }),
     ]);
+    // The production default of FENCED_ACCESS_LOG_LEVEL (an empty variable counts as unset).
+    quiet = await startTestService(redis.urls, { FENCED_ACCESS_LOG_LEVEL: '' });
   });
   afterAll(async () => {
-    await Promise.all([open?.close(), guarded?.close(), guardedHealth?.close()]);
+    await Promise.all([open?.close(), guarded?.close(), guardedHealth?.close(), quiet?.close()]);
     await redis?.stop();
   });
 
@@ -177,5 +180,21 @@ describe('coordinator HTTP API: authentication and logs', () => {
       expect(everything).not.toContain(secret);
     }
     expect(everything).not.toMatch(/[Bb]earer/);
+  });
+
+  it('logs no line for a successful request at the default access-log level, and still logs the failures', async () => {
+    const resource = uniqueResource('quiet');
+    const before = quiet.logs.length;
+    const granted = await quiet.call(lockPath(resource, 'leases'), { method: 'POST', json: { ttlMs: 5000 } });
+    const { leaseId } = granted.body as { leaseId: string };
+    expect((await quiet.call(lockPath(resource, 'leases', leaseId), { method: 'DELETE' })).status).toBe(204);
+    expect((await quiet.call(lockPath(resource, 'leases'), { method: 'POST', json: {} })).status).toBe(400);
+    const requests = quiet.logs
+      .slice(before)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'request');
+    expect(requests.map((l) => [l.method, l.route, l.status])).toEqual([
+      ['POST', '/v1/locks/:resource/leases', 400],
+    ]);
   });
 });

@@ -32,6 +32,8 @@ export async function startTestService(
     FENCED_HOST: '127.0.0.1',
     FENCED_PORT: '0',
     FENCED_LOG_LEVEL: 'info',
+    // Every request's line, successes included, so the tests that look for secrets in the logs see them all.
+    FENCED_ACCESS_LOG_LEVEL: 'info',
     FENCED_SHUTDOWN_GRACE_MS: '5000',
     ...env,
   });

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../../packages/coordinator/src/http/app.js';
 import type { LeaseService } from '../../../packages/coordinator/src/http/lease-service.js';
 import { createServiceLogger } from '../../../packages/coordinator/src/http/service-logger.js';
@@ -29,14 +29,17 @@ describe('createApp with a failing lease service', () => {
     coordinator: new BrokenLeaseService(),
     logger: createServiceLogger({ destination: { write: (line: string) => void logs.push(line) } }),
   });
+  const server = app.server;
+  beforeAll(() => app.ready());
+  afterAll(() => app.close());
 
   it('answers unknown errors with 500 INTERNAL and no internals, on every route', async () => {
     const responses = [
-      await request(app).post('/v1/locks/r/leases').send({ ttlMs: 1000 }),
-      await request(app).post('/v1/locks/r/leases/AAAAAAAAAAAAAAAAAAAAAA/extend').send({ ttlMs: 1000 }),
-      await request(app).delete('/v1/locks/r/leases/AAAAAAAAAAAAAAAAAAAAAA'),
-      await request(app).get('/v1/locks/r'),
-      await request(app).get('/readyz'),
+      await request(server).post('/v1/locks/r/leases').send({ ttlMs: 1000 }),
+      await request(server).post('/v1/locks/r/leases/AAAAAAAAAAAAAAAAAAAAAA/extend').send({ ttlMs: 1000 }),
+      await request(server).delete('/v1/locks/r/leases/AAAAAAAAAAAAAAAAAAAAAA'),
+      await request(server).get('/v1/locks/r'),
+      await request(server).get('/readyz'),
     ];
     for (const response of responses) {
       expect(response.status).toBe(500);
@@ -54,6 +57,6 @@ describe('createApp with a failing lease service', () => {
   });
 
   it('still answers /healthz, which touches no Redis', async () => {
-    expect((await request(app).get('/healthz')).status).toBe(200);
+    expect((await request(server).get('/healthz')).status).toBe(200);
   });
 });

@@ -50,6 +50,11 @@ describe('service configuration from the environment', () => {
       FENCED_LOG_LEVEL: 'warn',
       FENCED_SHUTDOWN_GRACE_MS: '0',
       FENCED_STARTUP_TIMEOUT_MS: '1000',
+      FENCED_HEADERS_TIMEOUT_MS: '2000',
+      FENCED_REQUEST_TIMEOUT_MS: '3000',
+      FENCED_KEEP_ALIVE_TIMEOUT_MS: '4000',
+      FENCED_MAX_CONNECTIONS: '50',
+      FENCED_ACCESS_LOG_LEVEL: 'info',
     });
     expect(config).toEqual({
       redisUrls: ['redis://127.0.0.1:7001', 'redis://127.0.0.1:7002', 'redis://127.0.0.1:7003'],
@@ -66,10 +71,34 @@ describe('service configuration from the environment', () => {
       nodeTimeoutMs: 80,
       tokenRetentionMs: 120000,
       logLevel: 'warn',
+      accessLogLevel: 'info',
       shutdownGraceMs: 0,
       startupTimeoutMs: 1000,
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 3000,
+      keepAliveTimeoutMs: 4000,
+      maxConnections: 50,
       signingKey: undefined,
     });
+  });
+
+  it('bounds the connection limits, naming the variable, and keeps the headers timeout within the request timeout', () => {
+    expect(error({ FENCED_REDIS_URLS: urls, FENCED_MAX_CONNECTIONS: '0' })).toContain(
+      'FENCED_MAX_CONNECTIONS must be an integer from 1 to 1000000, got "0" (string)',
+    );
+    expect(error({ FENCED_REDIS_URLS: urls, FENCED_HEADERS_TIMEOUT_MS: '5s' })).toContain(
+      'FENCED_HEADERS_TIMEOUT_MS must be an integer from 1 to 600000, got "5s" (string)',
+    );
+    expect(error({ FENCED_REDIS_URLS: urls, FENCED_KEEP_ALIVE_TIMEOUT_MS: '-1' })).toContain(
+      'FENCED_KEEP_ALIVE_TIMEOUT_MS must be an integer',
+    );
+    expect(
+      error({
+        FENCED_REDIS_URLS: urls,
+        FENCED_HEADERS_TIMEOUT_MS: '30000',
+        FENCED_REQUEST_TIMEOUT_MS: '20000',
+      }),
+    ).toContain('FENCED_HEADERS_TIMEOUT_MS (30000) must not exceed FENCED_REQUEST_TIMEOUT_MS (20000)');
   });
 
   it('falls back to PORT and treats empty variables as unset', () => {

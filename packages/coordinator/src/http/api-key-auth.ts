@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { UnauthorizedError } from '@fenced/shared';
-import type { RequestHandler } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 const BEARER = /^Bearer[ ]+([^\s]+)[ ]*$/i;
 
@@ -27,23 +27,34 @@ export class ApiKeyCheck {
     return ok;
   }
 
-  /** Express middleware: 401 UNAUTHORIZED unless `Authorization: Bearer <key>` carries a configured key. */
-  middleware(): RequestHandler {
-    return (req, res, next) => {
-      if (!this.enabled) {
-        next();
-        return;
-      }
-      const header = req.headers.authorization;
-      const key = header === undefined ? undefined : BEARER.exec(header)?.[1];
-      if (key !== undefined && this.matches(key)) {
-        next();
-        return;
-      }
-      res.setHeader('WWW-Authenticate', 'Bearer realm="fenced"');
-      next(new UnauthorizedError());
-    };
+  /** Whether `Authorization: Bearer <key>` carries a configured key (always, when no keys are configured). */
+  authorized(authorization: string | undefined): boolean {
+    if (!this.enabled) return true;
+    const key = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1];
+    return key !== undefined && this.matches(key);
   }
+
+  /**
+   * fastify `onRequest` hook: 401 UNAUTHORIZED unless the request carries a configured key. It runs before the
+   * body is read, so an unauthenticated caller cannot make the service buffer a body.
+   */
+  readonly onRequest = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: (error?: Error) => void,
+  ): void => {
+    if (this.authorized(request.headers.authorization)) {
+      done();
+      return;
+    }
+    done(unauthorized(reply));
+  };
+}
+
+/** The 401 error, with the `WWW-Authenticate` challenge set on `reply`. */
+export function unauthorized(reply: FastifyReply): UnauthorizedError {
+  void reply.header('WWW-Authenticate', 'Bearer realm="fenced"');
+  return new UnauthorizedError();
 }
 
 function digest(value: string): Buffer {

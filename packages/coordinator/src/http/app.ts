@@ -1,16 +1,24 @@
 import { createRequire } from 'node:module';
-import { assertInteger, assertOneOf, InvalidRequestError, mergeOptions, toHttpError } from '@fenced/shared';
-import express, { type ErrorRequestHandler, type Express } from 'express';
-import type { Logger } from 'pino';
+import {
+  assertInteger,
+  assertOneOf,
+  InvalidRequestError,
+  mergeOptions,
+  toHttpError,
+  type HttpError,
+} from '@fenced/shared';
+import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Level, Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ApiKeyCheck } from './api-key-auth.js';
+import { ApiKeyCheck, unauthorized } from './api-key-auth.js';
 import { healthRoutes } from './health-routes.js';
 import type { LeaseService, NodeErrorEvent } from './lease-service.js';
 import { lockRoutes } from './lock-routes.js';
 import { registerNodeMetrics } from './node-metrics.js';
 import { multiLeaseRoutes } from './multi-lease-routes.js';
+import { fromFastifyRequestError, parseJsonBody } from './json-body.js';
 import { createOpenApiDocument } from './openapi.js';
-import { requestLog, routePattern, safeError } from './request-log.js';
+import { REQUEST_ID_HEADER, RequestLog, requestId, routePattern, safeError } from './request-log.js';
 import { createSchemas, type RequestLimits } from './schemas.js';
 import { createServiceLogger } from './service-logger.js';
 import { ServiceMetrics } from './service-metrics.js';
@@ -36,6 +44,13 @@ export interface AppOptions extends RequestLimits {
    * @defaultValue 'public'
    */
   healthAuth: HealthAuth;
+  /**
+   * Level of the access-log line of a successful request. The default keeps successes out of an `info` log,
+   * where building and writing a line per request costs more than the rest of the HTTP layer; client errors
+   * are logged at `info` and server errors at `warn` whatever this says.
+   * @defaultValue 'debug'
+   */
+  accessLogLevel: Level | 'silent';
 }
 
 /** Defaults of {@link AppOptions}. */
@@ -46,6 +61,7 @@ export const DEFAULT_APP_OPTIONS = Object.freeze({
   bodyLimitBytes: 16_384,
   apiKeys: [],
   healthAuth: 'public',
+  accessLogLevel: 'debug',
 } as const satisfies Required<AppOptions>);
 
 /** What {@link createApp} needs: the coordinator, optional collaborators, and any {@link AppOptions}. */
@@ -63,10 +79,12 @@ export interface AppDeps extends Partial<AppOptions> {
 const packageVersion = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 /**
- * Builds the express app of the coordinator service (DESIGN §5). It never listens: `server.ts` owns ports,
- * signals and the environment.
+ * Builds the coordinator service's HTTP app (DESIGN §5): a fastify instance with every route, hook and error
+ * mapping in place. It never listens: `server.ts` owns ports, signals, connection limits and the environment
+ * (`await app.listen(...)` there; `app.inject(...)` or `app.server` after `await app.ready()` in tests).
+ * `app.close()` closes its server when listening and stops listening to the coordinator's `nodeError` events.
  */
-export function createApp(deps: AppDeps): Express {
+export function createApp(deps: AppDeps): FastifyInstance {
   const options = resolveOptions(deps);
   const logger = deps.logger ?? createServiceLogger({ level: 'silent' });
   const metrics = new ServiceMetrics(deps.registry);
@@ -74,53 +92,101 @@ export function createApp(deps: AppDeps): Express {
   const shutdownSignal = deps.shutdownSignal ?? new AbortController().signal;
   const schemas = createSchemas(options);
   const auth = new ApiKeyCheck(options.apiKeys);
-  const openApi = createOpenApiDocument(schemas, {
-    authEnabled: auth.enabled,
-    healthAuthRequired: options.healthAuth === 'required',
-    version: packageVersion,
-  });
+  const requestLog = new RequestLog(logger, metrics, options.accessLogLevel);
+  const openApi = JSON.stringify(
+    createOpenApiDocument(schemas, {
+      authEnabled: auth.enabled,
+      healthAuthRequired: options.healthAuth === 'required',
+      version: packageVersion,
+    }),
+  );
 
   const onNodeError = (event: NodeErrorEvent): void => {
     metrics.nodeErrors.inc({ node: String(event.node), operation: String(event.operation) });
     logger.debug({ node: event.node, operation: event.operation, err: safeError(event.error) }, 'node error');
   };
   deps.coordinator.on('nodeError', onNodeError);
-  shutdownSignal.addEventListener('abort', () => deps.coordinator.off('nodeError', onNodeError), {
-    once: true,
+  const stopNodeErrors = (): void => void deps.coordinator.off('nodeError', onNodeError);
+  shutdownSignal.addEventListener('abort', stopNodeErrors, { once: true });
+
+  const app = fastify({
+    // Logging is ours (RequestLog): fastify's request logger would cost a child logger per request.
+    logger: false,
+    genReqId: requestId,
+    bodyLimit: options.bodyLimitBytes,
+    // A resource name is up to 256 bytes, up to 768 characters percent-encoded: longer segments get the
+    // validation message, not a 404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 4096 },
+    // Shutdown is server.ts's: it drains with `Connection: close` (below) instead of fastify's 503s.
+    return503OnClosing: false,
+    frameworkErrors: (error, _request, reply) => sendError(reply, error),
   });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJsonBody);
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(requestLog(logger, metrics));
-
-  app.get('/openapi.json', (_req, res) => {
-    res.json(openApi);
-  });
-  if (options.healthAuth === 'required') app.use(['/healthz', '/readyz', '/metrics'], auth.middleware());
-  app.use(healthRoutes(deps.coordinator, metrics));
-
-  app.use('/v1', (_req, res, next) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    void reply.header(REQUEST_ID_HEADER, request.id);
     // Lease responses carry capabilities: no cache may keep them.
-    res.setHeader('Cache-Control', 'no-store');
-    next();
+    if (request.url.startsWith('/v1/')) void reply.header('Cache-Control', 'no-store');
+    // Draining: the client must not send another request on this connection, which is about to close.
+    if (shutdownSignal.aborted) void reply.header('Connection', 'close');
+    done(null, payload);
   });
-  app.use('/v1', auth.middleware());
-  app.use('/v1', express.json({ limit: options.bodyLimitBytes, strict: true, type: 'application/json' }));
-  app.use(lockRoutes({ coordinator: deps.coordinator, schemas, metrics, logger, shutdownSignal }));
-  app.use(multiLeaseRoutes({ coordinator: deps.coordinator, schemas, metrics, logger, shutdownSignal }));
+  app.addHook('onResponse', requestLog.onResponse);
+  app.addHook('onClose', (_instance, done) => {
+    stopNodeErrors();
+    done();
+  });
 
-  app.use((req, _res, next) => {
+  app.get('/openapi.json', (_request, reply) => {
+    void reply.type('application/json; charset=utf-8').send(openApi);
+  });
+  const routeDeps = { coordinator: deps.coordinator, schemas, metrics, logger, requestLog, shutdownSignal };
+  void app.register((scope, _opts, done) => {
+    if (options.healthAuth === 'required') scope.addHook('onRequest', auth.onRequest);
+    healthRoutes(scope, deps.coordinator, metrics);
+    done();
+  });
+  void app.register((scope, _opts, done) => {
+    if (auth.enabled) scope.addHook('onRequest', auth.onRequest);
+    lockRoutes(scope, routeDeps);
+    multiLeaseRoutes(scope, routeDeps);
+    done();
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    // Unknown /v1 paths answer 401 to a caller without a key, as the known ones do.
+    if (request.url.startsWith('/v1/') && !auth.authorized(request.headers.authorization)) {
+      sendError(reply, unauthorized(reply));
+      return;
+    }
     // The message does not echo the path: on a lease route it would carry the lease id.
-    next(
+    sendError(
+      reply,
       new InvalidRequestError(
-        `no endpoint ${req.method} for this path; resource names are 1 to 256 bytes, percent-encoded as one path segment (see GET /openapi.json)`,
+        `no endpoint ${request.method} for this path; resource names are 1 to 256 bytes, percent-encoded as one path segment (see GET /openapi.json)`,
       ),
     );
   });
-  app.use(errorHandler(logger));
+  app.setErrorHandler((error, request, reply) => {
+    const response = sendError(reply, error);
+    if (response.unexpected) {
+      logger.error(
+        { requestId: request.id, route: routePattern(request, 500), err: safeError(error) },
+        'unexpected error',
+      );
+    }
+  });
   return app;
+
+  function sendError(reply: FastifyReply, error: unknown): HttpError {
+    const response = toHttpError(fromFastifyRequestError(error, options.bodyLimitBytes) ?? error);
+    void reply.code(response.status).headers(response.headers).send(response.body);
+    return response;
+  }
 }
+
+const ACCESS_LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const APP_DEPENDENCIES = ['coordinator', 'logger', 'registry', 'shutdownSignal'];
 
@@ -135,23 +201,7 @@ function resolveOptions(deps: AppDeps): Readonly<AppOptions> {
     bodyLimitBytes: assertInteger('bodyLimitBytes', merged.bodyLimitBytes, count),
     apiKeys: Object.freeze([...merged.apiKeys]),
     healthAuth: assertOneOf('healthAuth', merged.healthAuth, ['public', 'required']),
+    accessLogLevel: assertOneOf('accessLogLevel', merged.accessLogLevel, ACCESS_LOG_LEVELS),
   };
   return Object.freeze(options);
-}
-
-function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (error, req, res, next) => {
-    if (res.headersSent) {
-      next(error);
-      return;
-    }
-    const response = toHttpError(error);
-    if (response.unexpected) {
-      logger.error(
-        { requestId: res.locals.requestId as unknown, route: routePattern(req), err: safeError(error) },
-        'unexpected error',
-      );
-    }
-    res.status(response.status).set(response.headers).json(response.body);
-  };
 }

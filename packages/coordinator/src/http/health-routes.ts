@@ -1,21 +1,19 @@
 import { ErrorCode } from '@fenced/shared';
-import { Router } from 'express';
+import type { FastifyInstance } from 'fastify';
 import type { LeaseService, NodeStatusView } from './lease-service.js';
 import type { ServiceMetrics } from './service-metrics.js';
 
-/** `/healthz` (liveness: no Redis calls), `/readyz` (a quorum of voting nodes) and `/metrics`. */
-export function healthRoutes(coordinator: LeaseService, metrics: ServiceMetrics): Router {
-  const router = Router();
-
-  router.get('/healthz', (_req, res) => {
-    res.status(200).json({ status: 'ok' });
+/** `/healthz` (liveness: no Redis calls), `/readyz` (a quorum of voting nodes) and `/metrics`, added to `app`. */
+export function healthRoutes(app: FastifyInstance, coordinator: LeaseService, metrics: ServiceMetrics): void {
+  app.get('/healthz', (_request, reply) => {
+    void reply.code(200).send({ status: 'ok' });
   });
 
-  router.get('/readyz', async (_req, res) => {
+  app.get('/readyz', async (_request, reply) => {
     const nodes = (await coordinator.nodeStatus()).map(publicNodeStatus);
     const votingNodes = nodes.filter((n) => n.voting).length;
     const ready = votingNodes >= coordinator.quorum;
-    res.status(ready ? 200 : 503).json({
+    return reply.code(ready ? 200 : 503).send({
       ready,
       quorum: coordinator.quorum,
       nodeCount: coordinator.nodeCount,
@@ -32,11 +30,10 @@ export function healthRoutes(coordinator: LeaseService, metrics: ServiceMetrics)
     });
   });
 
-  router.get('/metrics', async (_req, res) => {
-    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  app.get('/metrics', async (_request, reply) => {
+    const text = await metrics.registry.metrics();
+    return reply.type(metrics.registry.contentType).send(text);
   });
-
-  return router;
 }
 
 /** Only the documented fields, so nothing the coordinator adds later leaks out unreviewed. */

@@ -1,7 +1,8 @@
 import { formatToken, type LeaseResponseBody } from '@fenced/shared';
-import { Router, type Response } from 'express';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { GrantedLease, LeaseService } from './lease-service.js';
+import type { RequestLog } from './request-log.js';
 import { createRouteSupport } from './route-support.js';
 import { parseOrThrow, type Schemas } from './schemas.js';
 import type { ServiceMetrics } from './service-metrics.js';
@@ -11,61 +12,70 @@ export interface LockRoutesDeps {
   schemas: Schemas;
   metrics: ServiceMetrics;
   logger: Logger;
+  requestLog: RequestLog;
   /** Aborted when the server shuts down: waiting acquires then end with 503 so clients retry elsewhere. */
   shutdownSignal: AbortSignal;
 }
 
-/** The `/v1/locks` routes of DESIGN §5. */
-export function lockRoutes(deps: LockRoutesDeps): Router {
+interface ResourceParams {
+  Params: { resource: string };
+}
+interface LeaseParams {
+  Params: { resource: string; leaseId: string };
+}
+
+/** The `/v1/locks` routes of DESIGN §5, added to `app` (whose hooks check the API key). */
+export function lockRoutes(app: FastifyInstance, deps: LockRoutesDeps): void {
   const { coordinator, schemas, metrics } = deps;
-  const router = Router();
-
   const support = createRouteSupport(deps);
-  const observe = support.observe.bind(support);
 
-  router.post('/v1/locks/:resource/leases', async (req, res) => {
-    const resource = parseOrThrow(schemas.resource, req.params.resource, 'resource');
-    const body = parseOrThrow(schemas.acquireBody, req.body, 'request body');
+  app.post<ResourceParams>('/v1/locks/:resource/leases', async (request, reply) => {
+    const resource = parseOrThrow(schemas.resource, request.params.resource, 'resource');
+    const body = parseOrThrow(schemas.acquireBody, request.body, 'request body');
     await support.serverSideAcquire(
-      res,
+      request,
+      reply,
       'acquire',
+      (body.waitMs ?? 0) > 0,
       (signal) => coordinator.acquire(resource, { ttlMs: body.ttlMs, waitMs: body.waitMs ?? 0, signal }),
       (lease) => coordinator.release(lease.resource, lease.id),
-      (lease) => sendLease(res, 201, lease),
+      (lease) => sendLease(reply, 201, lease),
     );
+    return reply;
   });
 
-  router.post('/v1/locks/:resource/leases/:leaseId/extend', async (req, res) => {
-    const resource = parseOrThrow(schemas.resource, req.params.resource, 'resource');
-    const leaseId = parseOrThrow(schemas.leaseId, req.params.leaseId, 'leaseId');
-    const body = parseOrThrow(schemas.extendBody, req.body, 'request body');
-    const lease = await observe('extend', metrics.extends, 'extended', () =>
+  app.post<LeaseParams>('/v1/locks/:resource/leases/:leaseId/extend', async (request, reply) => {
+    const resource = parseOrThrow(schemas.resource, request.params.resource, 'resource');
+    const leaseId = parseOrThrow(schemas.leaseId, request.params.leaseId, 'leaseId');
+    const body = parseOrThrow(schemas.extendBody, request.body, 'request body');
+    const lease = await support.observe('extend', metrics.extends, 'extended', () =>
       coordinator.extend(resource, leaseId, body.ttlMs),
     );
-    sendLease(res, 200, lease);
+    sendLease(reply, 200, lease);
+    return reply;
   });
 
-  router.delete('/v1/locks/:resource/leases/:leaseId', async (req, res) => {
-    const resource = parseOrThrow(schemas.resource, req.params.resource, 'resource');
-    const leaseId = parseOrThrow(schemas.leaseId, req.params.leaseId, 'leaseId');
-    await observe('release', metrics.releases, 'released', () => coordinator.release(resource, leaseId));
-    res.status(204).end();
+  app.delete<LeaseParams>('/v1/locks/:resource/leases/:leaseId', async (request, reply) => {
+    const resource = parseOrThrow(schemas.resource, request.params.resource, 'resource');
+    const leaseId = parseOrThrow(schemas.leaseId, request.params.leaseId, 'leaseId');
+    await support.observe('release', metrics.releases, 'released', () =>
+      coordinator.release(resource, leaseId),
+    );
+    return reply.code(204).send();
   });
 
-  router.get('/v1/locks/:resource', async (req, res) => {
-    const resource = parseOrThrow(schemas.resource, req.params.resource, 'resource');
-    const status = await observe('inspect', null, 'ok', () => coordinator.inspect(resource));
-    res.status(200).json({
+  app.get<ResourceParams>('/v1/locks/:resource', async (request, reply) => {
+    const resource = parseOrThrow(schemas.resource, request.params.resource, 'resource');
+    const status = await support.observe('inspect', null, 'ok', () => coordinator.inspect(resource));
+    return reply.code(200).send({
       resource,
       held: status.held,
       ...(status.held && status.token !== undefined ? { token: formatToken(status.token) } : {}),
     });
   });
-
-  return router;
 }
 
-function sendLease(res: Response, status: 200 | 201, lease: GrantedLease): void {
+function sendLease(reply: FastifyReply, status: 200 | 201, lease: GrantedLease): void {
   const body: LeaseResponseBody = {
     resource: lease.resource,
     leaseId: lease.id,
@@ -75,5 +85,5 @@ function sendLease(res: Response, status: 200 | 201, lease: GrantedLease): void 
     expiresAt: lease.expiresAt.toISOString(),
     ...(lease.proof !== undefined ? { proof: lease.proof } : {}),
   };
-  res.status(status).json(body);
+  void reply.code(status).send(body);
 }

@@ -1,59 +1,62 @@
 import { formatToken, type MultiLeaseResponseBody } from '@fenced/shared';
-import { Router, type Response } from 'express';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { lockOrder } from '../multi-lease.js';
 import type { GrantedMultiLease } from './lease-service.js';
 import type { LockRoutesDeps } from './lock-routes.js';
 import { createRouteSupport } from './route-support.js';
 import { parseOrThrow } from './schemas.js';
 
+interface LeaseParams {
+  Params: { leaseId: string };
+}
+
 /**
  * The `/v1/leases` routes: one lease over several resources, granted all or nothing (protocol/multi-acquire.ts),
  * each resource with its own token, all under one lease id. The service keeps no state: extend and release name
  * the resources again, and the lease id is the capability, as on the single-resource routes.
  */
-export function multiLeaseRoutes(deps: LockRoutesDeps): Router {
+export function multiLeaseRoutes(app: FastifyInstance, deps: LockRoutesDeps): void {
   const { coordinator, schemas, metrics } = deps;
-  const router = Router();
-
   const support = createRouteSupport(deps);
-  const observe = support.observe.bind(support);
 
-  router.post('/v1/leases', async (req, res) => {
-    const body = parseOrThrow(schemas.multiAcquireBody, req.body, 'request body');
+  app.post('/v1/leases', async (request, reply) => {
+    const body = parseOrThrow(schemas.multiAcquireBody, request.body, 'request body');
     const resources = lockOrder(body.resources);
     await support.serverSideAcquire(
-      res,
+      request,
+      reply,
       'acquire_many',
+      (body.waitMs ?? 0) > 0,
       (signal) => coordinator.acquire(resources, { ttlMs: body.ttlMs, waitMs: body.waitMs ?? 0, signal }),
       (lease) => coordinator.release(lease.resources, lease.id),
-      (lease) => sendMultiLease(res, 201, lease),
+      (lease) => sendMultiLease(reply, 201, lease),
     );
+    return reply;
   });
 
-  router.post('/v1/leases/:leaseId/extend', async (req, res) => {
-    const leaseId = parseOrThrow(schemas.leaseId, req.params.leaseId, 'leaseId');
-    const body = parseOrThrow(schemas.multiExtendBody, req.body, 'request body');
+  app.post<LeaseParams>('/v1/leases/:leaseId/extend', async (request, reply) => {
+    const leaseId = parseOrThrow(schemas.leaseId, request.params.leaseId, 'leaseId');
+    const body = parseOrThrow(schemas.multiExtendBody, request.body, 'request body');
     const resources = lockOrder(body.resources);
-    const lease = await observe('extend_many', metrics.extends, 'extended', () =>
+    const lease = await support.observe('extend_many', metrics.extends, 'extended', () =>
       coordinator.extend(resources, leaseId, body.ttlMs),
     );
-    sendMultiLease(res, 200, lease);
+    sendMultiLease(reply, 200, lease);
+    return reply;
   });
 
-  router.delete('/v1/leases/:leaseId', async (req, res) => {
-    const leaseId = parseOrThrow(schemas.leaseId, req.params.leaseId, 'leaseId');
-    const body = parseOrThrow(schemas.multiReleaseBody, req.body, 'request body');
+  app.delete<LeaseParams>('/v1/leases/:leaseId', async (request, reply) => {
+    const leaseId = parseOrThrow(schemas.leaseId, request.params.leaseId, 'leaseId');
+    const body = parseOrThrow(schemas.multiReleaseBody, request.body, 'request body');
     const resources = lockOrder(body.resources);
-    await observe('release_many', metrics.releases, 'released', () =>
+    await support.observe('release_many', metrics.releases, 'released', () =>
       coordinator.release(resources, leaseId),
     );
-    res.status(204).end();
+    return reply.code(204).send();
   });
-
-  return router;
 }
 
-function sendMultiLease(res: Response, status: 200 | 201, lease: GrantedMultiLease): void {
+function sendMultiLease(reply: FastifyReply, status: 200 | 201, lease: GrantedMultiLease): void {
   const body: MultiLeaseResponseBody = {
     resources: [...lease.resources],
     leaseId: lease.id,
@@ -63,5 +66,5 @@ function sendMultiLease(res: Response, status: 200 | 201, lease: GrantedMultiLea
     validityMs: Math.floor(lease.validityMs),
     expiresAt: lease.expiresAt.toISOString(),
   };
-  res.status(status).json(body);
+  void reply.code(status).send(body);
 }

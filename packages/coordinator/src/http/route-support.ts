@@ -1,7 +1,7 @@
 import { ErrorCode, QuorumUnavailableError, isFencedError } from '@fenced/shared';
-import type { Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { safeError } from './request-log.js';
+import { safeError, type RequestLog } from './request-log.js';
 import type { DenialReason, ServiceMetrics } from './service-metrics.js';
 
 /** What both lease routers (`/v1/locks`, `/v1/leases`) do the same way: waits on the server, and timed calls. */
@@ -10,12 +10,16 @@ export interface RouteSupport {
    * Runs an acquire that waits on the server. When the client goes away the wait stops, and a lease granted
    * anyway (the grant raced the disconnect) or whose response never left is released at once: nobody knows its
    * id, so it could only block its resources until its TTL ran out. Shutdown ends waiting acquires with 503 so
-   * clients retry elsewhere. Sends the lease with `send`, or nothing when the client is gone.
+   * clients retry elsewhere, and acquires arriving during the drain get the same 503 at once. `waits`: the
+   * acquire has a `waitMs` (only then is there a wait to cancel). Sends the lease with `send`, or nothing when
+   * the client is gone.
    */
   serverSideAcquire<L>(
-    res: Response,
+    request: FastifyRequest,
+    reply: FastifyReply,
     operation: string,
-    acquire: (signal: AbortSignal) => Promise<L>,
+    waits: boolean,
+    acquire: (signal: AbortSignal | undefined) => Promise<L>,
     release: (lease: L) => Promise<void>,
     send: (lease: L) => void,
   ): Promise<void>;
@@ -31,9 +35,10 @@ export interface RouteSupport {
 export function createRouteSupport(deps: {
   metrics: ServiceMetrics;
   logger: Logger;
+  requestLog: RequestLog;
   shutdownSignal: AbortSignal;
 }): RouteSupport {
-  const { metrics, logger, shutdownSignal } = deps;
+  const { metrics, logger, requestLog, shutdownSignal } = deps;
 
   // Acquires in progress, each with its own controller. Shutdown aborts them one by one (rather than every
   // request combining its signal with the long-lived shutdown signal through AbortSignal.any, which keeps a
@@ -48,60 +53,48 @@ export function createRouteSupport(deps: {
   );
 
   return {
-    async serverSideAcquire(res, operation, acquire, release, send) {
+    async serverSideAcquire(request, reply, operation, waits, acquire, release, send) {
       const timer = metrics.operationSeconds.startTimer({ operation });
-      const releaseAbandoned = async (lease: Parameters<typeof release>[0]): Promise<void> => {
-        metrics.grantsReleasedAfterDisconnect.inc();
-        try {
-          await release(lease);
-        } catch (error) {
-          // The lease then ends at its TTL; the guard keeps the data safe either way.
-          logger.warn(
-            { err: safeError(error) },
-            'could not release a lease granted after its client went away',
-          );
-        }
-      };
-      const deny = (reason: DenialReason): void => {
-        metrics.denials.inc({ reason });
-        if (reason === 'quorum_unavailable') metrics.quorumFailures.inc({ operation });
-        timer({ outcome: reason });
-      };
-
-      const cancel = new AbortController();
+      if (shutdownSignal.aborted) {
+        deny(metrics, operation, timer, 'shutting_down');
+        throw shuttingDown();
+      }
+      // Only a wait can be cancelled: an acquire without one is a single attempt, over in a round trip.
+      const cancel = waits ? new AbortController() : undefined;
       let clientGone = false;
       let granted: { lease: Parameters<typeof release>[0] } | undefined;
+      const res = reply.raw;
       res.once('close', () => {
         if (res.writableFinished) return;
         clientGone = true;
-        cancel.abort(new Error('client disconnected'));
-        if (granted) void releaseAbandoned(granted.lease);
+        requestLog.aborted(request, reply);
+        cancel?.abort(new Error('client disconnected'));
+        if (granted) void releaseAfterDisconnect(metrics, logger, release, granted.lease);
       });
 
-      if (shutdownSignal.aborted) cancel.abort(shutdownSignal.reason);
-      inProgress.add(cancel);
+      if (cancel) inProgress.add(cancel);
       metrics.acquiresInFlight.inc();
       try {
-        granted = { lease: await acquire(cancel.signal) };
+        granted = { lease: await acquire(cancel?.signal) };
       } catch (error) {
         if (clientGone) {
-          deny('client_disconnected');
+          deny(metrics, operation, timer, 'client_disconnected');
           return;
         }
         if (shutdownSignal.aborted && !isFencedError(error)) {
-          deny('shutting_down');
-          throw new QuorumUnavailableError('the service is shutting down; retry (another instance)');
+          deny(metrics, operation, timer, 'shutting_down');
+          throw shuttingDown();
         }
-        deny(denialReason(error));
+        deny(metrics, operation, timer, denialReason(error));
         throw error;
       } finally {
-        inProgress.delete(cancel);
+        if (cancel) inProgress.delete(cancel);
         metrics.acquiresInFlight.dec();
       }
 
       if (clientGone) {
         timer({ outcome: 'client_disconnected' });
-        await releaseAbandoned(granted.lease);
+        await releaseAfterDisconnect(metrics, logger, release, granted.lease);
         return;
       }
       metrics.grants.inc();
@@ -125,6 +118,37 @@ export function createRouteSupport(deps: {
       }
     },
   };
+}
+
+function shuttingDown(): QuorumUnavailableError {
+  return new QuorumUnavailableError('the service is shutting down; retry (another instance)');
+}
+
+function deny(
+  metrics: ServiceMetrics,
+  operation: string,
+  timer: (labels: { outcome: string }) => number,
+  reason: DenialReason,
+): void {
+  metrics.denials.inc({ reason });
+  if (reason === 'quorum_unavailable') metrics.quorumFailures.inc({ operation });
+  timer({ outcome: reason });
+}
+
+/** Releases a lease nobody will ever know the id of; on failure it ends at its TTL. */
+async function releaseAfterDisconnect<L>(
+  metrics: ServiceMetrics,
+  logger: Logger,
+  release: (lease: L) => Promise<void>,
+  lease: L,
+): Promise<void> {
+  metrics.grantsReleasedAfterDisconnect.inc();
+  try {
+    await release(lease);
+  } catch (error) {
+    // The lease then ends at its TTL; the guard keeps the data safe either way.
+    logger.warn({ err: safeError(error) }, 'could not release a lease granted after its client went away');
+  }
 }
 
 /** The outcome label of a failed call, for metrics. */

@@ -43,7 +43,6 @@ import type { AttemptResult } from './acquire-attempt.js';
 export interface MultiAcquireContext {
   readonly minValidityMs: number;
   readonly retryDelayMs: number;
-  readonly closing: AbortSignal;
   /** Monotonic clock. */
   now(): number;
   keysOf(resource: string): ResourceKeys;
@@ -123,7 +122,7 @@ export async function acquireAllWithin(
         continue;
       }
       const fallback = result.retryAfterMs ?? context.retryDelayMs + context.jitter();
-      const woken = await subscription.wait(Math.min(fallback, remaining), signal, context.closing);
+      const woken = await subscription.wait(Math.min(fallback, remaining), signal);
       signal?.throwIfAborted();
       context.throwIfClosed();
       if (woken && result.contended) {

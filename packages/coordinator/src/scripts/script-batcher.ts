@@ -20,10 +20,10 @@ interface QueuedCall<R> {
 }
 
 /**
- * Combines the calls of one batch script to one node into one EVALSHA: the calls queued by the same callback
- * and the promise continuations it sets off go out together when the node flushes (`NodeConnection` schedules
- * the flush with `process.nextTick`, as ioredis' auto-pipelining does, so a lone call waits for nothing), at most
- * {@link MAX_BATCH_SIZE} at a time. Each call keeps its own reply and its own failure; the node runs them in
+ * Combines the calls of one batch script to one node into one EVALSHA: the calls queued during one event-loop
+ * turn's I/O callbacks and the promise continuations they set off go out together when the node flushes
+ * (`NodeConnection` schedules the flush with `setImmediate`, right after those callbacks, so a lone call waits
+ * for nothing but them), at most {@link MAX_BATCH_SIZE} at a time. Each call keeps its own reply and its own failure; the node runs them in
  * queue order, each exactly as if it ran alone, and fsyncs their writes once.
  *
  * Calls with different timeouts go in different batches; each batch has one timer, started when it is sent
