@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { lockPath, startTestService, uniqueResource, type TestService } from './service-harness.js';
 
 /** Liveness bound for "the server closed it": far above every configured timeout, never a measurement. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import {
   eventually,
   lockPath,

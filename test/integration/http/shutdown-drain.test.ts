@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisNodes, type RedisNodes } from '../../support/redis-cluster.js';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { eventually, lockPath, startTestService, uniqueResource } from './service-harness.js';
 
 const SERVER_ENTRY = fileURLToPath(
