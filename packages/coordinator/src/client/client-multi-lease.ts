@@ -1,5 +1,5 @@
-import { ErrorCode, isFencedError, type FencedLease, type FencedMultiLease } from '@fenced/shared';
-import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from '../lease-watch.js';
+import type { FencedLease, FencedMultiLease } from '@fenced/shared';
+import { HeldLease, type LeaseWatching } from './held-lease.js';
 
 /** What a multi-resource lease needs from its client: the two calls on `/v1/leases/{leaseId}`. */
 export interface MultiLeaseCalls {
@@ -31,128 +31,54 @@ export interface MultiLeaseGrant {
  * `JSON.stringify` and `console.log` output. There is no single `token`: pass the lease to a guarded store, which
  * fences every resource, or use `fences()`.
  */
-export class ClientMultiLease implements FencedMultiLease, AsyncDisposable {
+export class ClientMultiLease extends HeldLease<MultiLeaseGrant> implements FencedMultiLease {
   readonly #calls: MultiLeaseCalls;
-  readonly #id: string;
-  readonly #tokens: ReadonlyMap<string, bigint>;
-  readonly #proofs: ReadonlyMap<string, string> | undefined;
-  #grant: MultiLeaseGrant;
-  #released: Promise<void> | undefined;
-  readonly #watch: LeaseWatch;
 
   /** @internal Made by `CoordinatorClient`. */
-  constructor(
-    calls: MultiLeaseCalls,
-    grant: MultiLeaseGrant,
-    watching: { context: LeaseWatchContext; options?: LeaseWatchOptions },
-  ) {
+  constructor(calls: MultiLeaseCalls, grant: MultiLeaseGrant, watching: LeaseWatching) {
+    super(grant, grant.resources[0]!, watching);
     this.#calls = calls;
-    this.#id = grant.id;
-    this.#grant = grant;
-    this.#tokens = grant.tokens;
-    this.#proofs = grant.proofs;
-    this.#watch = new LeaseWatch(
-      {
-        resource: grant.resources[0]!,
-        remainingMs: () => this.remainingMs(),
-        extend: (ttlMs?: number) => this.extend(ttlMs),
-      },
-      watching.context,
-      watching.options,
-    );
-    this.#watch.start();
+    this.startWatch();
   }
 
   /** Every resource, sorted (UTF-8 byte order). */
   get resources(): readonly string[] {
-    return this.#grant.resources;
-  }
-  /** The lease id shared by every resource: the capability to extend or release. Never log it. */
-  get id(): string {
-    return this.#id;
+    return this.grant.resources;
   }
   /** The fencing token of each resource; an extension keeps them. */
   get tokens(): ReadonlyMap<string, bigint> {
-    return this.#tokens;
+    return this.grant.tokens;
   }
   /** The fencing proof of each resource when the service signs leases, else `undefined`. */
   get proofs(): ReadonlyMap<string, string> | undefined {
-    return this.#proofs;
-  }
-  /** The ttl of the last grant or extension, in milliseconds. */
-  get ttlMs(): number {
-    return this.#grant.ttlMs;
-  }
-  /** Validity of the whole set reported at the grant or the last extension. */
-  get validityMs(): number {
-    return this.#grant.validityMs;
-  }
-  /** Wall-clock estimate of the end of validity, for people; code should use `remainingMs()`. */
-  get expiresAt(): Date {
-    return this.#grant.expiresAt;
-  }
-  /** Whether `release()` completed. */
-  get released(): boolean {
-    return this.#released !== undefined;
-  }
-  /** As `ClientLease.signal`, for the whole set. */
-  get signal(): AbortSignal {
-    return this.#watch.signal;
-  }
-  /** Whether a keeper extends the lease in the background (`autoExtend`), until release, loss or close. */
-  get autoExtending(): boolean {
-    return this.#watch.autoExtending;
-  }
-
-  /** Validity left, on this process's monotonic clock; `<= 0` once the lease must be taken as lost. */
-  remainingMs(): number {
-    return this.#grant.validityMs - (performance.now() - this.#grant.validFrom);
+    return this.grant.proofs;
   }
 
   /** One single-resource fence per resource (same lease id). */
   fences(): FencedLease[] {
     return this.resources.map((resource) => ({
       resource,
-      id: this.#id,
-      token: this.#tokens.get(resource)!,
-      proof: this.#proofs?.get(resource),
+      id: this.id,
+      token: this.tokens.get(resource)!,
+      proof: this.proofs?.get(resource),
     }));
   }
 
-  /**
-   * Extends every resource (same tokens) to `ttlMs` from now.
-   * @throws LeaseLostError when any resource was lost; the service then releases the whole set.
-   */
-  async extend(ttlMs: number = this.#grant.ttlMs, signal?: AbortSignal): Promise<void> {
-    try {
-      this.#grant = await this.#calls.extendManyById(this.resources, this.#id, ttlMs, signal);
-      this.#watch.extended();
-    } catch (error) {
-      if (isFencedError(error) && error.code === ErrorCode.LEASE_LOST) this.#watch.lost(error);
-      throw error;
-    }
+  /** @internal */
+  protected extendCall(ttlMs: number, signal?: AbortSignal): Promise<MultiLeaseGrant> {
+    return this.#calls.extendManyById(this.resources, this.id, ttlMs, signal);
   }
 
-  /** Releases every resource. Idempotent (a failed release may be tried again); an expired lease succeeds. */
-  release(): Promise<void> {
-    this.#watch.stop();
-    this.#released ??= this.#calls.releaseManyById(this.resources, this.#id).catch((error: unknown) => {
-      this.#released = undefined;
-      throw error;
-    });
-    return this.#released;
-  }
-
-  /** `await using`: releases the lease. */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  /** @internal */
+  protected releaseCall(): Promise<void> {
+    return this.#calls.releaseManyById(this.resources, this.id);
   }
 
   /** Never prints the lease id. */
   toJSON(): { resources: string[]; tokens: Record<string, string>; validityMs: number; expiresAt: string } {
     return {
       resources: [...this.resources],
-      tokens: Object.fromEntries([...this.#tokens].map(([r, t]) => [r, t.toString()])),
+      tokens: Object.fromEntries([...this.tokens].map(([r, t]) => [r, t.toString()])),
       validityMs: this.validityMs,
       expiresAt: this.expiresAt.toISOString(),
     };
