@@ -336,7 +336,7 @@ function signingKeyFrom(e: {
     return Object.freeze({ id: id!, privateKey: ed25519PrivateKey(pem, variable) });
   } catch (error) {
     return fail(
-      `${(error as Error).message}${file !== undefined ? ` (file ${file})` : ''}; generate one with npm run keygen`,
+      `${(error as Error).message}${file !== undefined ? ` (file ${file})` : ''}; generate one with fenced-coordinator keygen --out <dir>`,
     );
   }
 }

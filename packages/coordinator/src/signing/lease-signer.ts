@@ -22,7 +22,7 @@ import {
 export interface SigningKey {
   /** 1–64 letters, digits, `-` or `_`; appears in every proof (`v1.<id>.…`). */
   readonly id: string;
-  /** A `KeyObject` or a PKCS#8 PEM string (`-----BEGIN PRIVATE KEY-----`), e.g. from `npm run keygen`. */
+  /** A `KeyObject` or a PKCS#8 PEM string (`-----BEGIN PRIVATE KEY-----`), e.g. from `fenced-coordinator keygen`. */
   readonly privateKey: KeyObject | string;
 }
 
