@@ -1,4 +1,5 @@
 import { LeaseLostError } from '@fenced/shared';
+import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
 import { monotonicNow } from './redlock/validity.js';
 
@@ -61,12 +62,10 @@ export interface LeaseOperations {
 /** A lease made without an owner's context (the HTTP service's extend by id): nothing tracks its watch. */
 const UNWATCHED = { context: { retryDelayMs: 100, live: new Set<LeaseWatch>() } };
 
-export class GrantedLease implements Lease {
+export class GrantedLease extends LeaseLifecycle implements Lease {
   private grant: LeaseGrant;
   private expiresAtMs: number;
-  private state: 'held' | 'released' | 'lost' = 'held';
-  private releasing: Promise<void> | undefined;
-  private readonly watch: LeaseWatch;
+  protected readonly watch: LeaseWatch;
 
   constructor(
     private readonly operations: LeaseOperations,
@@ -77,18 +76,11 @@ export class GrantedLease implements Lease {
     readonly proof: string | undefined = undefined,
     watching: { context: LeaseWatchContext; options?: LeaseWatchOptions } = UNWATCHED,
   ) {
+    super();
     this.grant = grant;
     this.expiresAtMs = Date.now() + (grant.validUntil - monotonicNow());
     this.watch = new LeaseWatch(this, watching.context, watching.options);
     this.watch.start();
-  }
-
-  get signal(): AbortSignal {
-    return this.watch.signal;
-  }
-
-  get autoExtending(): boolean {
-    return this.watch.autoExtending;
   }
 
   get token(): bigint {
@@ -107,21 +99,8 @@ export class GrantedLease implements Lease {
     return new Date(this.expiresAtMs);
   }
 
-  remainingMs(): number {
-    if (this.state !== 'held') return 0;
-    return this.grant.validUntil - monotonicNow();
-  }
-
   async extend(ttlMs: number = this.grant.ttlMs): Promise<void> {
-    if (this.state === 'released') {
-      throw new LeaseLostError(this.resource, 'the lease was released; acquire a new one');
-    }
-    if (this.remainingMs() <= 0) {
-      const error = new LeaseLostError(this.resource, 'the lease expired before it was extended');
-      this.watch.lost(error);
-      this.state = 'lost';
-      throw error;
-    }
+    this.assertExtendable();
     try {
       const grant = await this.operations.extendLease(this.resource, this.id, ttlMs, this.grant.validUntil);
       // The token never changes on extension (DESIGN §3: one token per grant).
@@ -129,33 +108,9 @@ export class GrantedLease implements Lease {
       this.expiresAtMs = Date.now() + (grant.validUntil - monotonicNow());
       this.watch.extended();
     } catch (error) {
-      if (error instanceof LeaseLostError && this.state === 'held') {
-        // The signal first, while remainingMs() still reports the real deadline to its listeners.
-        this.watch.lost(error);
-        this.state = 'lost';
-      }
+      if (error instanceof LeaseLostError && this.state === 'held') this.markLost(error);
       throw error;
     }
-  }
-
-  release(): Promise<void> {
-    // No extension may start once a release began: stop the keeper and the expiry timer first.
-    this.watch.stop();
-    if (this.state === 'released') return Promise.resolve();
-    this.releasing ??= this.operations.releaseLease(this.resource, this.id).then(
-      () => {
-        this.state = 'released';
-      },
-      (error: unknown) => {
-        this.releasing = undefined;
-        throw error;
-      },
-    );
-    return this.releasing;
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
   }
 
   /** Never prints the lease id. */
@@ -166,5 +121,17 @@ export class GrantedLease implements Lease {
       validityMs: this.validityMs,
       expiresAt: this.expiresAt.toISOString(),
     };
+  }
+
+  protected errorResource(): string {
+    return this.resource;
+  }
+
+  protected validUntil(): number {
+    return this.grant.validUntil;
+  }
+
+  protected releaseEverywhere(): Promise<void> {
+    return this.operations.releaseLease(this.resource, this.id);
   }
 }

@@ -1,5 +1,6 @@
 import { InvalidRequestError, LeaseLostError, type FencedLease } from '@fenced/shared';
 import type { LeaseGrant, LeaseOperations } from './lease.js';
+import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
 import { monotonicNow } from './redlock/validity.js';
 
@@ -72,14 +73,12 @@ export function validateResourceList(
   return names;
 }
 
-export class GrantedMultiLease implements MultiLease {
+export class GrantedMultiLease extends LeaseLifecycle implements MultiLease {
   readonly resources: readonly string[];
   readonly tokens: ReadonlyMap<string, bigint>;
   private grants: Map<string, LeaseGrant>;
   private validity: number;
-  private state: 'held' | 'released' | 'lost' = 'held';
-  private releasing: Promise<void> | undefined;
-  private readonly watch: LeaseWatch;
+  protected readonly watch: LeaseWatch;
 
   constructor(
     private readonly operations: LeaseOperations,
@@ -91,6 +90,7 @@ export class GrantedMultiLease implements MultiLease {
       context: { retryDelayMs: 100, live: new Set() },
     },
   ) {
+    super();
     this.resources = [...grants.keys()];
     this.grants = new Map(grants);
     this.tokens = new Map([...grants].map(([resource, grant]) => [resource, grant.token]));
@@ -108,14 +108,6 @@ export class GrantedMultiLease implements MultiLease {
     this.watch.start();
   }
 
-  get signal(): AbortSignal {
-    return this.watch.signal;
-  }
-
-  get autoExtending(): boolean {
-    return this.watch.autoExtending;
-  }
-
   get ttlMs(): number {
     return this.firstGrant().ttlMs;
   }
@@ -128,11 +120,6 @@ export class GrantedMultiLease implements MultiLease {
     return new Date(Date.now() + (this.validUntil() - monotonicNow()));
   }
 
-  remainingMs(): number {
-    if (this.state !== 'held') return 0;
-    return this.validUntil() - monotonicNow();
-  }
-
   fences(): FencedLease[] {
     return this.resources.map((resource) => ({
       resource,
@@ -143,15 +130,7 @@ export class GrantedMultiLease implements MultiLease {
   }
 
   async extend(ttlMs: number = this.ttlMs): Promise<void> {
-    if (this.state === 'released') {
-      throw new LeaseLostError(this.resources[0]!, 'the lease was released; acquire a new one');
-    }
-    if (this.remainingMs() <= 0) {
-      const error = new LeaseLostError(this.resources[0]!, 'the lease expired before it was extended');
-      this.watch.lost(error);
-      this.state = 'lost';
-      throw error;
-    }
+    this.assertExtendable();
     // Every resource against the same deadline: the set is valid only while all of them are.
     const validUntil = this.validUntil();
     const results = await Promise.allSettled(
@@ -170,35 +149,14 @@ export class GrantedMultiLease implements MultiLease {
     );
     if (lost !== undefined && this.state === 'held') {
       // One resource gone means the set is gone: let the others go too rather than block them until their ttl.
-      this.watch.lost(lost.reason);
-      this.state = 'lost';
-      this.releaseAll().catch(() => undefined);
+      this.markLost(lost.reason as LeaseLostError);
+      this.releaseEverywhere().catch(() => undefined);
       throw lost.reason;
     }
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
     this.validity = Math.floor(this.validUntil() - monotonicNow());
     this.watch.extended();
-  }
-
-  release(): Promise<void> {
-    // No extension may start once a release began: stop the keeper and the expiry timer first.
-    this.watch.stop();
-    if (this.state === 'released') return Promise.resolve();
-    this.releasing ??= this.releaseAll().then(
-      () => {
-        this.state = 'released';
-      },
-      (error: unknown) => {
-        this.releasing = undefined;
-        throw error;
-      },
-    );
-    return this.releasing;
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
   }
 
   /** Never prints the lease id. */
@@ -211,8 +169,12 @@ export class GrantedMultiLease implements MultiLease {
     };
   }
 
+  protected errorResource(): string {
+    return this.resources[0]!;
+  }
+
   /** Releases every resource (in parallel: nothing is waited for while holding); the first failure is thrown. */
-  private async releaseAll(): Promise<void> {
+  protected async releaseEverywhere(): Promise<void> {
     const results = await Promise.allSettled(
       this.resources.map((resource) => this.operations.releaseLease(resource, this.id)),
     );
@@ -220,7 +182,7 @@ export class GrantedMultiLease implements MultiLease {
     if (failed !== undefined) throw failed.reason;
   }
 
-  private validUntil(): number {
+  protected validUntil(): number {
     let earliest = Infinity;
     for (const grant of this.grants.values()) earliest = Math.min(earliest, grant.validUntil);
     return earliest;
