@@ -2,20 +2,9 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describeValue, ed25519PrivateKey, InvalidRequestError, KEY_ID_PATTERN } from '@fenced/shared';
 import { z } from 'zod';
-import { DEFAULT_APP_OPTIONS, type HealthAuth } from './http/app.js';
+import { DEFAULT_APP_OPTIONS, LOG_LEVELS, type HealthAuth, type LogLevel } from './service-options.js';
 
-/** A pino log level, or `silent`. */
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-
-const LOG_LEVELS = [
-  'fatal',
-  'error',
-  'warn',
-  'info',
-  'debug',
-  'trace',
-  'silent',
-] as const satisfies readonly LogLevel[];
+export type { LogLevel } from './service-options.js';
 
 /** The coordinator service's process configuration, read once from the environment at start-up. */
 export interface ServiceConfig {

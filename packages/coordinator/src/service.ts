@@ -3,7 +3,7 @@
 // the library entry (`@fenced/coordinator`) loads none of them.
 export { createApp, DEFAULT_APP_OPTIONS } from './http/app.js';
 export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';
-export type { RequestLimits } from './http/schemas.js';
+export type { RequestLimits } from './service-options.js';
 export type {
   LeaseService,
   GrantedLease,

@@ -1,10 +1,11 @@
+import { DEFAULT_APP_OPTIONS } from '../service-options.js';
 import { DEFAULT_COORDINATOR_OPTIONS, type CoordinatorOptions } from '../options.js';
 import { UsageError } from './usage-error.js';
 
 /**
  * What the operator commands need to reach the cluster: the service's own variables (config.ts), each
  * overridable by a flag. Read here rather than through `loadConfig` so the commands load nothing of the HTTP
- * service (config.ts imports the app's defaults, hence express); test/unit/coordinator/cli-config.test.ts checks
+ * service (config.ts validates with zod); test/unit/coordinator/cli-config.test.ts checks
  * that both read the same values from the same environment.
  */
 export interface CliConfig {
@@ -23,7 +24,7 @@ export interface CliConfig {
 }
 
 /** The service's default `FENCED_MAX_TTL_MS` (config.ts `DEFAULT_SERVICE_CONFIG.maxTtlMs`). */
-export const SERVICE_DEFAULT_MAX_TTL_MS = 300_000;
+export const SERVICE_DEFAULT_MAX_TTL_MS = DEFAULT_APP_OPTIONS.maxTtlMs;
 
 /** The flags every cluster command accepts, as `node:util` parseArgs options. */
 export const CLUSTER_FLAGS = {

@@ -8,7 +8,7 @@ import {
   type HttpError,
 } from '@fenced/shared';
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
-import type { Level, Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ApiKeyCheck, unauthorized } from './api-key-auth.js';
 import { healthRoutes } from './health-routes.js';
@@ -19,50 +19,10 @@ import { multiLeaseRoutes } from './multi-lease-routes.js';
 import { fromFastifyRequestError, parseJsonBody } from './json-body.js';
 import { createOpenApiDocument } from './openapi.js';
 import { REQUEST_ID_HEADER, RequestLog, requestId, routePattern, safeError } from './request-log.js';
-import { createSchemas, type RequestLimits } from './schemas.js';
+import { DEFAULT_APP_OPTIONS, LOG_LEVELS, type AppOptions } from '../service-options.js';
+import { createSchemas } from './schemas.js';
 import { createServiceLogger } from './service-logger.js';
 import { ServiceMetrics } from './service-metrics.js';
-
-/** Who may call `/healthz`, `/readyz` and `/metrics`. */
-export type HealthAuth = 'public' | 'required';
-
-/** Options of the HTTP layer; {@link DEFAULT_APP_OPTIONS} holds their defaults. */
-export interface AppOptions extends RequestLimits {
-  /**
-   * Largest JSON body accepted, in bytes. Lease requests are a few dozen bytes.
-   * @defaultValue 16384
-   */
-  bodyLimitBytes: number;
-  /**
-   * API keys accepted as `Authorization: Bearer <key>`. Empty: authentication is off.
-   * @defaultValue []
-   */
-  apiKeys: readonly string[];
-  /**
-   * Whether the health and metrics endpoints need a key too. Public suits probes and scrapers inside a
-   * private network; `required` hides node addresses and traffic figures from anyone without a key.
-   * @defaultValue 'public'
-   */
-  healthAuth: HealthAuth;
-  /**
-   * Level of the access-log line of a successful request. The default keeps successes out of an `info` log,
-   * where building and writing a line per request costs more than the rest of the HTTP layer; client errors
-   * are logged at `info` and server errors at `warn` whatever this says.
-   * @defaultValue 'debug'
-   */
-  accessLogLevel: Level | 'silent';
-}
-
-/** Defaults of {@link AppOptions}. */
-export const DEFAULT_APP_OPTIONS = Object.freeze({
-  minTtlMs: 100,
-  maxTtlMs: 300_000,
-  maxWaitMs: 60_000,
-  bodyLimitBytes: 16_384,
-  apiKeys: [],
-  healthAuth: 'public',
-  accessLogLevel: 'debug',
-} as const satisfies Required<AppOptions>);
 
 /** What {@link createApp} needs: the coordinator, optional collaborators, and any {@link AppOptions}. */
 export interface AppDeps extends Partial<AppOptions> {
@@ -75,6 +35,8 @@ export interface AppDeps extends Partial<AppOptions> {
   /** Abort it when shutting down: waiting acquires end with 503, the nodeError listener is removed. */
   shutdownSignal?: AbortSignal;
 }
+
+export { DEFAULT_APP_OPTIONS, type AppOptions, type HealthAuth } from '../service-options.js';
 
 const packageVersion = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
@@ -186,8 +148,6 @@ export function createApp(deps: AppDeps): FastifyInstance {
   }
 }
 
-const ACCESS_LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
 const APP_DEPENDENCIES = ['coordinator', 'logger', 'registry', 'shutdownSignal'];
 
 function resolveOptions(deps: AppDeps): Readonly<AppOptions> {
@@ -201,7 +161,7 @@ function resolveOptions(deps: AppDeps): Readonly<AppOptions> {
     bodyLimitBytes: assertInteger('bodyLimitBytes', merged.bodyLimitBytes, count),
     apiKeys: Object.freeze([...merged.apiKeys]),
     healthAuth: assertOneOf('healthAuth', merged.healthAuth, ['public', 'required']),
-    accessLogLevel: assertOneOf('accessLogLevel', merged.accessLogLevel, ACCESS_LOG_LEVELS),
+    accessLogLevel: assertOneOf('accessLogLevel', merged.accessLogLevel, LOG_LEVELS),
   };
   return Object.freeze(options);
 }

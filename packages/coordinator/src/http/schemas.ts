@@ -8,16 +8,7 @@ import {
 } from '@fenced/shared';
 import { z } from 'zod';
 import { lockOrder, MAX_LEASE_RESOURCES } from '../multi-lease.js';
-
-/** Bounds the service enforces on requests; they also appear in the OpenAPI document. */
-export interface RequestLimits {
-  /** Smallest `ttlMs` accepted: below it drift and round trips leave no useful validity. */
-  minTtlMs: number;
-  /** Largest `ttlMs` accepted (also the coordinator's `maxTtlMs`, the restart sit-out). */
-  maxTtlMs: number;
-  /** Largest `waitMs` accepted: how long one acquire request may wait on the server. */
-  maxWaitMs: number;
-}
+import type { RequestLimits } from '../service-options.js';
 
 /** Lease ids are base64url strings of at least 128 random bits (`newLeaseId`). */
 const LEASE_ID_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
