@@ -71,7 +71,9 @@ describe('fresh-init.lua', () => {
       await step(redis, prefix, 'mark', 'second', 30_000);
       expect(await step(redis, prefix, 'check', 'first', '')).toEqual({ kind: 'ok' });
       expect(await step(redis, prefix, 'check', 'unknown', '')).toEqual({ kind: 'init-mark-lost' });
-      expect(await step(redis, prefix, 'init', 'unknown', 'incarnation-0')).toEqual({ kind: 'init-mark-lost' });
+      expect(await step(redis, prefix, 'init', 'unknown', 'incarnation-0')).toEqual({
+        kind: 'init-mark-lost',
+      });
       expect(await redis.exists(incarnationKey(prefix))).toBe(0);
       expect(await step(redis, prefix, 'init', 'second', 'incarnation-2')).toEqual({ kind: 'ok' });
       expect(await step(redis, prefix, 'init', 'first', 'incarnation-1')).toEqual({ kind: 'initialized' });
