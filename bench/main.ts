@@ -108,7 +108,7 @@ async function main(options: BenchOptions): Promise<number> {
       BASELINE_SCENARIOS.includes(scenario)
         ? libraries
         : libraries.filter((l) => l.baselineCommit === undefined);
-    if (options.scenarios.includes('floor')) floor = createFloorLibrary(env.redis.urls);
+    if (options.scenarios.includes('floor')) floor = await createFloorLibrary(env.redis.urls);
     /** Scenario 1's libraries: the floor joins them as one more column when the run measures it. */
     const throughputLibraries = (): LockLibrary[] =>
       floor === undefined ? librariesOf('throughput') : [...librariesOf('throughput'), floor];

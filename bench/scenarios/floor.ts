@@ -3,7 +3,7 @@
 // reaches on the same five fsync-always nodes at the same concurrency is the nodes' own limit on this machine;
 // fenced ÷ floor says how much of it the coordinator leaves on the table.
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import net from 'node:net';
 import { installedVersion, type HeldLock, type LockLibrary } from '../lock-library.js';
 
 /** The column name of the floor in the throughput tables. */
@@ -15,29 +15,60 @@ export const FLOOR_NAME = 'floor';
  */
 const FLOOR_PREFIX = 'floor0';
 
-interface Queued {
-  readonly command: (string | number)[];
-  readonly resolve: (reply: unknown) => void;
-  readonly reject: (error: unknown) => void;
-}
-
 /**
- * One node of the floor: commands queued during one event-loop turn go out together as one ioredis pipeline
- * (one socket write), flushed by `setImmediate` as fenced's `NodeConnection` flushes its batches; several
- * pipelines may be in flight on the connection (unlike ioredis' auto-pipelining, which waits for the previous
- * one). The same batching fenced does, with plain commands instead of a script.
+ * One node of the floor, on a raw socket with nothing between the bench and Redis but RESP: commands queued
+ * during one event-loop turn go out together as one socket write, flushed by `setImmediate` as fenced's
+ * `NodeConnection` flushes its batches, and any number of writes may be in flight (unlike ioredis'
+ * auto-pipelining, which waits for the previous pipeline). The same batching fenced does, with plain commands
+ * instead of a script, and without a client library's per-command work. Replies come back in order; the floor's
+ * commands only ever answer `+OK`, `$-1` (a refused NX), `:n` (DEL) or an error.
  */
 class FloorNode {
-  private queue: Queued[] = [];
+  private queued: string[] = [];
+  private queuedCallbacks: ((reply: Error | undefined) => void)[] = [];
+  private readonly waiting: ((reply: Error | undefined) => void)[] = [];
+  private head = 0;
   private scheduled = false;
-  /** Pipelines sent (each one socket write of this client, and one round trip). */
-  writes = 0;
+  private rest = '';
+  private closedWith: Error | undefined;
 
-  constructor(readonly client: Redis) {}
+  private constructor(private readonly socket: net.Socket) {
+    socket.setNoDelay(true);
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => this.onData(chunk));
+    const fail = (error: Error): void => {
+      this.closedWith ??= error;
+      const pending = this.waiting.splice(this.head).concat(this.queuedCallbacks.splice(0));
+      this.head = 0;
+      this.waiting.length = 0;
+      for (const callback of pending) callback(this.closedWith);
+    };
+    socket.on('error', fail);
+    socket.on('close', () => fail(new Error('floor: connection closed')));
+  }
 
-  send(command: (string | number)[]): Promise<unknown> {
+  static connect(url: string): Promise<FloorNode> {
+    const { hostname, port } = new URL(url);
     return new Promise((resolve, reject) => {
-      this.queue.push({ command, resolve, reject });
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      socket.once('error', reject);
+      socket.once('connect', () => {
+        socket.off('error', reject);
+        resolve(new FloorNode(socket));
+      });
+    });
+  }
+
+  send(args: readonly (string | number)[]): Promise<void> {
+    if (this.closedWith !== undefined) return Promise.reject(this.closedWith);
+    return new Promise((resolve, reject) => {
+      let command = `*${args.length}\r\n`;
+      for (const arg of args) {
+        const text = String(arg);
+        command += `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
+      }
+      this.queued.push(command);
+      this.queuedCallbacks.push((error) => (error === undefined ? resolve() : reject(error)));
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -47,25 +78,35 @@ class FloorNode {
 
   private flush(): void {
     this.scheduled = false;
-    const batch = this.queue;
-    this.queue = [];
-    if (batch.length === 0) return;
-    this.writes++;
-    this.client
-      .pipeline(batch.map((q) => q.command))
-      .exec()
-      .then(
-        (replies) => {
-          batch.forEach((q, i) => {
-            const [error, reply] = replies?.[i] ?? [new Error('no reply'), null];
-            if (error) q.reject(error);
-            else q.resolve(reply);
-          });
-        },
-        (error: unknown) => {
-          for (const q of batch) q.reject(error);
-        },
-      );
+    if (this.queued.length === 0) return;
+    const text = this.queued.join('');
+    this.queued = [];
+    for (const callback of this.queuedCallbacks) this.waiting.push(callback);
+    this.queuedCallbacks = [];
+    this.socket.write(text, 'utf8');
+  }
+
+  private onData(chunk: string): void {
+    const data = this.rest + chunk;
+    let at = 0;
+    for (;;) {
+      const end = data.indexOf('\r\n', at);
+      if (end < 0) break;
+      const error =
+        data.charCodeAt(at) === 45 /* - */ ? new Error(`floor: ${data.slice(at + 1, end)}`) : undefined;
+      at = end + 2;
+      const callback = this.waiting[this.head++];
+      if (this.head > 1024 && this.head * 2 > this.waiting.length) {
+        this.waiting.splice(0, this.head);
+        this.head = 0;
+      }
+      callback?.(error);
+    }
+    this.rest = data.slice(at);
+  }
+
+  close(): void {
+    this.socket.destroy();
   }
 }
 
@@ -101,11 +142,8 @@ function majority(calls: readonly Promise<unknown>[]): Promise<void> {
  * the floor is the writes). Each step resolves at a majority of nodes. It is not a lock: a refused NX is not
  * checked, and it cannot wait.
  */
-export function createFloorLibrary(urls: readonly string[]): LockLibrary & {
-  /** Pipelines sent so far, over all nodes. */
-  readonly writes: () => number;
-} {
-  const nodes = urls.map((url) => new FloorNode(new Redis(url, { enableAutoPipelining: false })));
+export async function createFloorLibrary(urls: readonly string[]): Promise<LockLibrary> {
+  const nodes = await Promise.all(urls.map((url) => FloorNode.connect(url)));
   let pool = Buffer.alloc(0);
   let offset = 0;
   const leaseId = (): string => {
@@ -129,7 +167,7 @@ export function createFloorLibrary(urls: readonly string[]): LockLibrary & {
     const register = `${FLOOR_PREFIX}:{${resource}}:token`;
     const t = token();
     const value = `${leaseId()}|${t}`;
-    const calls: Promise<unknown>[] = [];
+    const calls: Promise<void>[] = [];
     for (const node of nodes) {
       calls.push(node.send(['set', lease, value, 'PX', ttlMs, 'NX']));
       calls.push(node.send(['set', register, t]));
@@ -140,22 +178,22 @@ export function createFloorLibrary(urls: readonly string[]): LockLibrary & {
   };
   return {
     name: FLOOR_NAME,
-    packageName: 'ioredis',
-    version: installedVersion('ioredis'),
+    packageName: 'bench/scenarios/floor.ts',
+    version: installedVersion('@fenced/coordinator'),
     configuration: {
       writes:
         'per node and cycle: SET lease NX PX + SET register (acquire), DEL lease (release); no script, no reads',
       keys: `${FLOOR_PREFIX}:{resource}:lease / :token (as long as fenced's)`,
       batching:
         'one pipeline per node per event-loop turn (setImmediate), several in flight; each step resolves at a majority',
-      clients: 'ioredis, auto-pipelining off',
+      clients: 'a raw socket per node speaking RESP (no client library)',
     },
     waitStrategy: 'none (not a lock)',
     acquire,
     acquireWaiting: () => Promise.reject(new Error('the floor does not wait')),
-    writes: () => nodes.reduce((a, n) => a + n.writes, 0),
-    close: async () => {
-      await Promise.all(nodes.map((n) => n.client.quit().catch(() => n.client.disconnect())));
+    close: () => {
+      for (const node of nodes) node.close();
+      return Promise.resolve();
     },
   };
 }
