@@ -145,7 +145,7 @@ async function main(options: BenchOptions): Promise<number> {
             results.scale = await runScale(librariesOf(scenario), env.admin, plan.scale, state);
             break;
           case 'guarded':
-            results.guarded = await runGuarded(env.postgres, plan.guarded, state);
+            results.guarded = await runGuarded(env.postgres, plan.guarded, state, baseline);
             break;
           case 'http':
             results.http = await runHttp(env.redis.urls, fencedBench, env.admin, plan.http, state, {

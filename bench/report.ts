@@ -534,10 +534,15 @@ export function renderMarkdown(results: BenchResults): string {
     }
   }
   if (r.guarded !== undefined) {
+    const guarded = r.guarded;
+    const earlier = guarded.baseline === undefined ? undefined : `guarded@${guarded.baseline.ref}`;
     out.push(
       `### 5. Guarded write vs plain write (Postgres)`,
       '',
-      `\`${r.guarded.statement}\` in a ${r.guarded.isolation} transaction; guarded = \`GuardedStore.run\` (fence statement + the same UPDATE). Median of ${results.runs} runs.`,
+      `\`${guarded.statement}\` in a ${guarded.isolation} transaction; guarded = \`GuardedStore.run\` (fence statement + the same UPDATE). Median of ${results.runs} runs.` +
+        (guarded.baseline === undefined
+          ? ''
+          : ` ${earlier} is the guarded store of ${guarded.baseline.ref} (commit ${guarded.baseline.commit.slice(0, 7)}), its own pool and schema, interleaved with the other two in the same run; its ratio is over the same plain runs.`),
       '',
       table(
         [
@@ -545,16 +550,25 @@ export function renderMarkdown(results: BenchResults): string {
           'plain writes/s',
           'guarded writes/s',
           'time per write, guarded ÷ plain',
+          ...(earlier === undefined ? [] : [`${earlier} writes/s`, `${earlier} ÷ plain`]),
           'plain p50 ms',
           'guarded p50 ms',
           'plain p99 ms',
           'guarded p99 ms',
         ],
-        Object.entries(r.guarded.byConcurrency).map(([c, cell]) => [
+        Object.entries(guarded.byConcurrency).map(([c, cell]) => [
           c,
-          num(cell.plain.medianPerSecond),
-          num(cell.guarded.medianPerSecond),
+          `${num(cell.plain.medianPerSecond)} [${num(cell.plain.min)}–${num(cell.plain.max)}]`,
+          `${num(cell.guarded.medianPerSecond)} [${num(cell.guarded.min)}–${num(cell.guarded.max)}]`,
           `${cell.costRatio.toFixed(3)}×`,
+          ...(earlier === undefined
+            ? []
+            : cell.baseline === undefined
+              ? ['–', '–']
+              : [
+                  `${num(cell.baseline.medianPerSecond)} [${num(cell.baseline.min)}–${num(cell.baseline.max)}]`,
+                  `${cell.baseline.costRatio.toFixed(3)}×`,
+                ]),
           num(cell.plain.p50Ms, 3),
           num(cell.guarded.p50Ms, 3),
           num(cell.plain.p99Ms, 3),
