@@ -6,7 +6,7 @@ import { Coordinator, type MultiLease } from '@fenced/coordinator';
 import { InvalidRequestError, LeaseLostError, LockedError, QuorumUnavailableError } from '@fenced/shared';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
-// Multi-resource leases (protocol/multi-acquire.ts) on real Redis nodes: all or nothing, exclusive per resource,
+// Multi-resource leases (protocol/acquire-within.ts) on real Redis nodes: all or nothing, exclusive per resource,
 // no deadlock or livelock between overlapping sets taken in different orders, and never a partial grant left.
 
 let env: RedisNodes;

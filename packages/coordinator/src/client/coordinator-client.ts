@@ -13,8 +13,8 @@ import {
   validateResourceName,
   type LockStatusBody,
 } from '@fenced/shared';
-import { closeAllWatches, type LeaseWatch } from '../lease-watch.js';
-import { lockOrder, MAX_LEASE_RESOURCES } from '../multi-lease.js';
+import { closeAllWatches, type LeaseWatch } from '../lease/lease-watch.js';
+import { lockOrder, MAX_LEASE_RESOURCES } from '../lease/multi-lease.js';
 import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
 import { ClientMultiLease, type MultiLeaseCalls, type MultiLeaseGrant } from './client-multi-lease.js';
 import { keepAlive, sleep } from './keep-alive.js';

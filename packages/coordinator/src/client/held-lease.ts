@@ -1,5 +1,5 @@
 import { ErrorCode, isFencedError } from '@fenced/shared';
-import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from '../lease-watch.js';
+import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from '../lease/lease-watch.js';
 
 /** What every grant or extension the service reports carries, whatever the number of resources. */
 export interface HeldGrant {

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
-import type { NodeErrorEvent, NodeStatus } from '../coordinator.js';
-import type { Lease } from '../lease.js';
-import type { MultiLease } from '../multi-lease.js';
+import type { NodeErrorEvent, NodeStatus } from '../../coordinator.js';
+import type { Lease } from '../../lease/lease.js';
+import type { MultiLease } from '../../lease/multi-lease.js';
 
 /**
  * The slice of the coordinator the HTTP service uses (see `Coordinator`). Declared structurally so the

@@ -1,5 +1,5 @@
 import { LeaseLostError } from '@fenced/shared';
-import { keepLeaseAlive, type LeaseKeeper } from './lease-keeper.js';
+import { keepLeaseAlive, type LeaseKeeper } from './keep-lease-alive.js';
 
 /**
  * What a lease watch needs of its lease. `resource` names the lease in errors (the first resource of a set).

@@ -2,7 +2,7 @@ import { InvalidRequestError, LeaseLostError, type FencedLease } from '@fenced/s
 import type { LeaseGrant, LeaseOperations } from './lease.js';
 import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
-import { monotonicNow } from './redlock/validity.js';
+import { monotonicNow } from '../redlock/validity.js';
 
 /** Most resources one multi-resource lease may cover. */
 export const MAX_LEASE_RESOURCES = 64;

@@ -1,6 +1,6 @@
 import { formatToken, type MultiLeaseResponseBody } from '@fenced/shared';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { lockOrder } from '../multi-lease.js';
+import { lockOrder } from '../../lease/multi-lease.js';
 import type { GrantedMultiLease } from './lease-service.js';
 import type { LockRoutesDeps } from './lock-routes.js';
 import { createRouteSupport } from './route-support.js';
@@ -11,7 +11,7 @@ interface LeaseParams {
 }
 
 /**
- * The `/v1/leases` routes: one lease over several resources, granted all or nothing (protocol/multi-acquire.ts),
+ * The `/v1/leases` routes: one lease over several resources, granted all or nothing (protocol/acquire-within.ts),
  * each resource with its own token, all under one lease id. The service keeps no state: extend and release name
  * the resources again, and the lease id is the capability, as on the single-resource routes.
  */
