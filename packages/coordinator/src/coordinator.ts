@@ -8,7 +8,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, LeaseLostError, LockedError, validateResourceName } from '@fenced/shared';
 import { CoordinatorClosedError, UnsafeNodeError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease/lease.js';
-import { closeAllWatches, type LeaseWatch, type LeaseWatchOptions } from './lease/lease-watch.js';
+import {
+  closeAllWatches,
+  type AcquireOptions,
+  type LeaseWatch,
+  type LeaseWatchOptions,
+} from './lease/lease-watch.js';
 import { GrantedMultiLease, validateResourceList, type MultiLease } from './lease/multi-lease.js';
 import { newLeaseId } from './lease/lease-ids.js';
 import { NodeSet, type NodeRepairStatus, type NodeStatus } from './nodes/node-set.js';
@@ -32,29 +37,7 @@ import { monotonicNow } from './redlock/validity.js';
 import { TokenProposer } from './tokens/proposal.js';
 import { ReleaseNotifier } from './protocol/waiters.js';
 
-export type { NodeStatus, NodeRepairStatus, RepairProgress };
-
-export interface AcquireOptions {
-  /** Lease time to live, an integer number of ms up to `maxTtlMs`. */
-  ttlMs: number;
-  /** How long to keep trying while another holder has the resource. @defaultValue `0` */
-  waitMs?: number;
-  /** Aborts the wait; the acquire then rejects with the signal's reason. */
-  signal?: AbortSignal;
-  /**
-   * Keep the lease extended in the background until it is released (at half of the remaining validity,
-   * retrying while validity remains). `lease.signal` aborts with a LeaseLostError when an extension fails for
-   * good or the validity runs out first. The keeper stops on release, `await using` disposal, loss, and
-   * `coordinator.close()`. Without it the lease lives for its ttl unless you call `extend()`.
-   * @defaultValue `false`
-   */
-  autoExtend?: boolean;
-  /**
-   * Called once, with the LeaseLostError that aborts `lease.signal`, when the lease is lost while held (never on
-   * release). Runs synchronously from a timer or an extension: keep it short, and do not throw.
-   */
-  onLost?: (error: LeaseLostError) => void;
-}
+export type { AcquireOptions, NodeStatus, NodeRepairStatus, RepairProgress };
 
 export type TryAcquireOptions = Omit<AcquireOptions, 'waitMs'>;
 

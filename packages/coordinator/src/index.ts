@@ -11,6 +11,7 @@ export type {
   RepairProgressEvent,
   CoordinatorEvents,
 } from './coordinator.js';
+export type { LeaseWatchOptions } from './lease/lease-watch.js';
 export type { Lease } from './lease/lease.js';
 export type { MultiLease } from './lease/multi-lease.js';
 export { MAX_LEASE_RESOURCES } from './lease/multi-lease.js';

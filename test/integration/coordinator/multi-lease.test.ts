@@ -78,9 +78,10 @@ describe('multi-resource leases', () => {
     }
     await expectFree(a);
     await expectFree(b);
-    const tokens = await coordinator.using([b, a], { ttlMs: 200 }, async (lease, signal) => {
-      // Longer than the ttl: the keeper extends the whole set.
-      await sleep(500);
+    // A ttl well above an event-loop stall on a loaded machine, and work three times as long: the keeper extends the
+    // whole set.
+    const tokens = await coordinator.using([b, a], { ttlMs: 1_000 }, async (lease, signal) => {
+      await sleep(3_000);
       expect(signal.aborted).toBe(false);
       return lease.tokens;
     });

@@ -1,7 +1,7 @@
 import { formatToken, type MultiLeaseResponseBody } from '@fenced/shared';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { lockOrder } from '../../lease/multi-lease.js';
-import type { GrantedMultiLease } from './lease-service.js';
+import type { ServedMultiLease } from './lease-service.js';
 import type { LockRoutesDeps } from './lock-routes.js';
 import { createRouteSupport } from './route-support.js';
 import { parseOrThrow } from './schemas.js';
@@ -56,7 +56,7 @@ export function multiLeaseRoutes(app: FastifyInstance, deps: LockRoutesDeps): vo
   });
 }
 
-function sendMultiLease(reply: FastifyReply, status: 200 | 201, lease: GrantedMultiLease): void {
+function sendMultiLease(reply: FastifyReply, status: 200 | 201, lease: ServedMultiLease): void {
   const body: MultiLeaseResponseBody = {
     resources: [...lease.resources],
     leaseId: lease.id,
