@@ -41,7 +41,7 @@ describe('LiteralFenceStatements', () => {
     expect(text).not.toMatch(/order by|\(values/);
     expect(prepared?.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
     expect(prepared?.prepare).toMatch(
-      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\nwith raised as \(\n  update "app"\.fence as f set token = \$2, lease_id_hash = \$3, /,
+      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\nwith raised as \(\n {2}update "app"\.fence as f set token = \$2, lease_id_hash = \$3, /,
     );
     expect(prepared?.prepare).toContain('select $1, $2, $3 where not exists (select from raised)');
     expect(prepared?.execute).toMatch(
