@@ -431,6 +431,37 @@ export function use(lease: Lease, clientLease: ClientLease, config: ServiceConfi
       timeout: 30_000,
     },
   );
+  const version = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), ['--version'], {
+    cwd: project,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 30_000,
+  });
+  const keygenHelp = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), ['keygen', '--help'], {
+    cwd: project,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 30_000,
+  });
+  const coordinatorVersion = (
+    JSON.parse(readFileSync(join(root, 'packages/coordinator/package.json'), 'utf8')) as Manifest
+  ).version;
+  if (version.status === 0 && version.stdout.trim() === coordinatorVersion) {
+    pass(`fenced-coordinator --version prints ${coordinatorVersion}`);
+  } else {
+    fail(`fenced-coordinator --version: exit ${version.status}, stdout ${JSON.stringify(version.stdout)}`);
+  }
+  if (
+    keygenHelp.status === 0 &&
+    keygenHelp.stdout.includes('usage:') &&
+    !keygenHelp.stdout.includes('npm run')
+  ) {
+    pass('the installed keygen --help names no repository-only npm script');
+  } else {
+    fail(
+      `fenced-coordinator keygen --help: exit ${keygenHelp.status}, ${JSON.stringify(keygenHelp.stdout.slice(0, 300))}`,
+    );
+  }
   if (
     status.status === 2 &&
     status.stderr.includes('FENCED_REDIS_URLS') &&
