@@ -16,6 +16,9 @@
 //   ESM and from CommonJS, compiles; and so does one with `moduleResolution: node10` (older TypeScript setups,
 //   which read `types` and `typesVersions`, not `exports`) importing every entry of shared, coordinator and
 //   guarded-store;
+// - every runnable code block of the READMEs (```js runnable, ```ts runnable; CONTRIBUTING.md) runs in the scratch
+//   project, as printed, against three real redis-server processes and a fresh database on a real Postgres
+//   (@fenced/test-utils), and exits on its own;
 // - the `fenced-coordinator` command runs (and refuses to start without its configuration), and so do its
 //   operator commands.
 // Exits non-zero with every problem listed. `--keep` leaves the scratch project in place.
@@ -24,6 +27,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { findOrStartPostgres } from '@fenced/test-utils/postgres';
+import { startRedisNodes } from '@fenced/test-utils/redis-cluster';
+import { documentedRunnableBlocks } from '../test/support/runnable-blocks.js';
 import { PUBLIC_PACKAGES, packAll } from './pack.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -190,6 +197,7 @@ try {
       `typescript@${devVersion('typescript')}`,
       `@types/node@${devVersion('@types/node')}`,
       `@types/express@${devVersion('@types/express')}`,
+      `tsx@${devVersion('tsx')}`,
     ],
     project,
   );
@@ -403,6 +411,9 @@ export function use(lease: Lease, clientLease: ClientLease, config: ServiceConfi
     pass('a TypeScript consumer with moduleResolution node10 finds the types of every entry and compiles');
   else fail(`a moduleResolution node10 consumer does not compile:\n${tscNode10.stdout}${tscNode10.stderr}`);
 
+  // The READMEs' runnable blocks, in the scratch project: a user's program over the installed tarballs.
+  await runDocumentedBlocks(project);
+
   // The command: without configuration it must refuse to start, naming the variable, with exit code 2.
   const bin = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), [], {
     cwd: project,
@@ -484,3 +495,66 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log('\nthe packages install, load and compile as a user would see them');
+
+/**
+ * Runs every runnable block of the READMEs in `project` (the tarballs installed), each with FENCED_REDIS_URLS (three
+ * redis-server processes) and FENCED_DATABASE_URL (a fresh database), as test/integration/docs does in the
+ * workspace: a `js` block as an .mjs file on plain node, a `ts` block through tsx; it must exit 0 on its own.
+ */
+async function runDocumentedBlocks(project: string): Promise<void> {
+  const blocks = documentedRunnableBlocks(root);
+  const [redis, postgres] = await Promise.all([
+    startRedisNodes(3, { useExisting: false }),
+    findOrStartPostgres(),
+  ]);
+  const admin = async (sql: string): Promise<void> => {
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  const databases: string[] = [];
+  try {
+    for (const block of blocks) {
+      const name = `fenced_docs_${databases.length}_${process.pid}`;
+      await admin(`create database "${name}"`);
+      databases.push(name);
+      const url = new URL(postgres.url);
+      url.pathname = `/${name}`;
+      const file = join(
+        project,
+        `${block.file.replace(/\W+/g, '-')}-${block.line}.${block.language === 'js' ? 'mjs' : 'ts'}`,
+      );
+      writeFileSync(file, block.code);
+      const result = spawnSync(
+        process.execPath,
+        block.language === 'js' ? [file] : ['--import', 'tsx', file],
+        {
+          cwd: project,
+          encoding: 'utf8',
+          env: {
+            PATH: process.env.PATH ?? '',
+            FENCED_REDIS_URLS: redis.urls.join(','),
+            FENCED_DATABASE_URL: url.toString(),
+          },
+          // Far above what an example needs: a block still running then does not exit on its own.
+          timeout: 90_000,
+        },
+      );
+      const where = `${block.file}:${block.line} (${block.language})`;
+      if (result.status === 0) pass(`${where} runs as printed over the installed tarballs and exits`);
+      else if (result.signal !== null)
+        fail(
+          `${where} did not exit on its own within 90 s (${result.signal}):\n${result.stdout}${result.stderr}`,
+        );
+      else fail(`${where} exited with code ${result.status}:\n${result.stdout}${result.stderr}`);
+    }
+  } finally {
+    for (const name of databases) await admin(`drop database if exists "${name}"`);
+    await redis.stop();
+    await postgres.stop();
+  }
+}
