@@ -15,7 +15,8 @@ import process from 'node:process';
 import { URL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 
-const root = new URL('..', import.meta.url).pathname;
+// The repository, or the project directory given as the first argument (the tests use one of their own).
+const root = process.argv[2] ?? new URL('..', import.meta.url).pathname;
 const DEPENDENCY_FIELDS = [
   'dependencies',
   'devDependencies',
