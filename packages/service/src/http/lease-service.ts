@@ -1,7 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { NodeErrorEvent, NodeStatus } from '../../coordinator.js';
-import type { Lease } from '../../lease/lease.js';
-import type { MultiLease } from '../../lease/multi-lease.js';
+import type { Lease, MultiLease, NodeErrorEvent, NodeStatus } from '@fenced/coordinator';
 
 /**
  * The slice of the coordinator the HTTP service uses (see `Coordinator`). Declared structurally so the
