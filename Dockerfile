@@ -2,7 +2,8 @@
 # One image for the coordinator service (@fenced/service, run by @fenced/coordinator's `fenced-coordinator`
 # command) and the guarded-store example app (DESIGN §6):
 #   docker build -t fenced .
-#   docker run --rm -e FENCED_REDIS_URLS=redis://... -e FENCED_HOST=0.0.0.0 -p 8080:8080 fenced
+#   docker run --rm -e FENCED_REDIS_URLS=redis://... -e FENCED_API_KEYS=$(openssl rand -hex 24) -p 8080:8080 fenced
+# (FENCED_HOST=0.0.0.0 is not loopback: without API keys the service refuses to start unless FENCED_AUTH=off.)
 # The build stage compiles the workspaces with the project's own lockfile; the runtime stage keeps only the
 # compiled packages, the Lua scripts and SQL migrations, and the production dependencies.
 

@@ -4,7 +4,7 @@
 import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { loadConfig, type ServiceConfig } from './config.js';
+import { checkExposure, loadConfig, type ServiceConfig } from './config.js';
 import { Coordinator, UnsafeNodeError } from '@fenced/coordinator';
 import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
@@ -55,6 +55,8 @@ export async function startServer(
   config: ServiceConfig,
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
+  // A configuration built by hand gets the check loadConfig makes: no keys, no loopback, no FENCED_AUTH=off.
+  checkExposure(config);
   const logger = options.logger ?? createServiceLogger({ level: config.logLevel });
   const coordinator = new Coordinator({
     nodes: [...config.redisUrls],
@@ -123,7 +125,8 @@ export async function startServer(
       port,
       nodes: config.redisUrls.length,
       quorum: coordinator.quorum,
-      auth: config.apiKeys.length > 0 ? 'api-keys' : 'off',
+      auth:
+        config.apiKeys.length > 0 ? 'api-keys' : config.authOff ? 'off (FENCED_AUTH=off)' : 'off (loopback)',
       healthAuth: config.healthAuth,
       // The key id only: the key itself is never logged.
       signing: config.signingKey !== undefined ? `key ${config.signingKey.id}` : 'off',
