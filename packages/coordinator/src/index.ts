@@ -12,6 +12,8 @@ export type {
   CoordinatorEvents,
 } from './coordinator.js';
 export type { LeaseWatchOptions } from './lease/lease-watch.js';
+export { NODE_STATE_CHANNEL } from './nodes/node-events.js';
+export type { NodeStateEvent, NodeStateChange } from './nodes/node-events.js';
 export type { Lease } from './lease/lease.js';
 export type { MultiLease } from './lease/multi-lease.js';
 export { MAX_LEASE_RESOURCES, lockOrder } from './lease/multi-lease.js';

@@ -12,6 +12,7 @@ export type {
   NodeErrorEvent,
 } from './http/lease-service.js';
 export { createServiceLogger, REDACTED_LOG_PATHS } from './http/service-logger.js';
+export { logNodeStates } from './http/node-state-log.js';
 export type { ServiceLoggerOptions } from './http/service-logger.js';
 export { loadConfig, DEFAULT_SERVICE_CONFIG } from './config.js';
 export type { ServiceConfig, LogLevel } from './config.js';

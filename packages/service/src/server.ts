@@ -9,6 +9,7 @@ import { Coordinator, UnsafeNodeError } from '@fenced/coordinator';
 import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
 import { createServiceLogger } from './http/service-logger.js';
+import { logNodeStates } from './http/node-state-log.js';
 
 /**
  * How long a connection idle when the drain begins may still send one last request (answered with
@@ -67,6 +68,8 @@ export async function startServer(
     ...(config.tokenRetentionMs !== undefined ? { tokenRetentionMs: config.tokenRetentionMs } : {}),
     ...(config.signingKey !== undefined ? { signingKey: config.signingKey } : {}),
   });
+  // From the first probe on: the start-up view of the nodes is logged too, each change once.
+  const stopNodeStateLog = logNodeStates(coordinator, logger);
   try {
     await untilReady(coordinator, config.startupTimeoutMs, logger);
   } catch (error) {
@@ -167,6 +170,7 @@ export async function startServer(
       clearTimeout(idle);
       // fastify's own close (its onClose hooks; the server is closed already).
       await app.close();
+      stopNodeStateLog();
       await coordinator.close();
       logger.info('stopped');
     })();
