@@ -11,7 +11,7 @@ import {
   startTestService,
   type TestResponse,
   type TestService,
-} from '../integration/http/service-harness.js';
+} from '../fixtures/service-fixture.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
 import { FaultWorld, leaseRef, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
 import { judge, sleep, until, type Verdict } from './support/verdict.js';

@@ -2,7 +2,11 @@ import { StaleTokenError } from '@fenced/shared';
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   audit: { seq: string; resource: string; token: string; prev_seq: string | null };

@@ -6,7 +6,11 @@ import {
   MigrationMissingError,
   createDatabase,
 } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 import { createTestSchema, type TestSchema } from '@fenced/test-utils/postgres';
 
 describe('guarded store errors say what happened and what to do', () => {

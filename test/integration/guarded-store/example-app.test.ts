@@ -9,7 +9,11 @@ import {
   type ExampleDatabase,
   type ExampleProtection,
 } from '../../../packages/guarded-store/src/example/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 let f: StoreFixture<ExampleDatabase>;
 const apps = new Map<ExampleProtection, Express>();

@@ -8,7 +8,11 @@ import {
   type FenceLike,
   type GuardedStore,
 } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   note: { resource: string; token: string; body: string };

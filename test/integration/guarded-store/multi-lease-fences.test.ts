@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type MultiLease } from '../../../packages/coordinator/src/index.js';
 import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 // store.run(multiLease, …) on real Redis (a signing coordinator) and real Postgres (a verifying store): every
 // resource of the lease is fenced, with its own token and proof, in one transaction.

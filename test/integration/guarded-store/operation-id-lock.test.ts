@@ -11,7 +11,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   ledger: { resource: string; total: string };

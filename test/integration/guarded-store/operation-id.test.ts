@@ -3,7 +3,11 @@ import type { Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   ledger: { resource: string; total: string };

@@ -7,7 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
 import { GuardedStore, createDatabase, type FenceLike } from '../../../packages/guarded-store/src/index.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 // Signed fences (DESIGN §4b) on real Redis (a signing coordinator) and real Postgres (a verifying store): every
 // bad proof is refused with INVALID_PROOF before the fence row or the data is touched; valid leases write.

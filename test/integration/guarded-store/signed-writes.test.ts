@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
 import { fencedErrorHandler, fencedWrites, guardedWrite } from '../../../packages/guarded-store/src/index.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { createStoreFixture, type StoreFixture } from './guarded-store-fixture.js';
+import { createStoreFixture, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 // The write middleware with proof verification on (DESIGN §4b, §5): 403 INVALID_PROOF for every missing or
 // invalid proof, nothing written, the fence untouched, and neither the proof nor the lease id in a log or a body.

@@ -9,7 +9,11 @@ import {
   createDatabase,
   type GuardedStoreOptions,
 } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import {
+  createStoreFixture,
+  uniqueResource,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 /**
  * How a guarded transaction reaches Postgres, over both kinds of Kysely instance the store can be given:
