@@ -6,11 +6,7 @@ import {
   MigrationMissingError,
   createDatabase,
 } from '../../../packages/guarded-store/src/index.js';
-import {
-  createStoreFixture,
-  uniqueResource,
-  type StoreFixture,
-} from '../../fixtures/guarded-store-fixture.js';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 import { createTestSchema, type TestSchema } from '@fenced/test-utils/postgres';
 
 describe('guarded store errors say what happened and what to do', () => {
@@ -47,7 +43,7 @@ describe('guarded store errors say what happened and what to do', () => {
 
   it('leaves a missing table of the callback alone: that is the caller’s own error', async () => {
     const error = await fixture.store
-      .run({ resource: uniqueResource(), token: 1n }, async (trx) => {
+      .run({ resource: unique('r'), token: 1n }, async (trx) => {
         await trx
           .selectFrom('no_such_table' as never)
           .selectAll()
@@ -59,7 +55,7 @@ describe('guarded store errors say what happened and what to do', () => {
   });
 
   it('names the resource when a lower token is refused', async () => {
-    const resource = uniqueResource('doc');
+    const resource = unique('doc');
     await fixture.store.run({ resource, token: 7n }, () => Promise.resolve());
     const error = await fixture.store
       .run({ resource, token: 5n }, () => Promise.resolve())
@@ -72,7 +68,7 @@ describe('guarded store errors say what happened and what to do', () => {
   });
 
   it('says an equal token without a lease id is refused, and how to send the lease id', async () => {
-    const resource = uniqueResource('doc');
+    const resource = unique('doc');
     await fixture.store.run({ resource, token: 7n }, () => Promise.resolve());
     const error = await fixture.store
       .run({ resource, token: 7n }, () => Promise.resolve())
@@ -85,7 +81,7 @@ describe('guarded store errors say what happened and what to do', () => {
   });
 
   it('says an equal token from another lease is refused', async () => {
-    const resource = uniqueResource('doc');
+    const resource = unique('doc');
     await fixture.store.run({ resource, token: 7n, leaseId: 'lease-a' }, () => Promise.resolve());
     await fixture.store.run({ resource, token: 7n, leaseId: 'lease-a' }, () => Promise.resolve());
     const error = await fixture.store

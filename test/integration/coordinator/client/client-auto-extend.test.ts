@@ -3,12 +3,7 @@ import { LeaseLostError } from '@fenced/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinatorClient, type ClientLease } from '@fenced/coordinator/client';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import {
-  eventually,
-  startTestService,
-  uniqueResource,
-  type TestService,
-} from '../../../fixtures/service-fixture.js';
+import { eventually, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
 
 // Self-renewing leases of the HTTP client (`autoExtend`) against the real service and real Redis: kept for ten
 // ttls with one token, the signal aborts soon after the service loses a majority, onLost runs once, and no
@@ -63,7 +58,10 @@ describe('CoordinatorClient autoExtend', () => {
     ttlMs: number,
   ): Promise<void> {
     expect(lease.autoExtending).toBe(false);
-    await eventually(() => Promise.resolve(counting.inFlight() === 0), 30_000, 'requests settled');
+    await eventually(() => Promise.resolve(counting.inFlight() === 0), {
+      timeoutMs: 30_000,
+      what: 'requests settled',
+    });
     const before = counting.extensions();
     const aborted = lease.signal.aborted;
     await sleep(2 * ttlMs);
@@ -73,7 +71,7 @@ describe('CoordinatorClient autoExtend', () => {
 
   it('keeps a lease for ten times its ttl with the same token, and stops on release', async () => {
     const counting = countingClient(service.url);
-    const resource = uniqueResource('auto-extend');
+    const resource = unique('auto-extend');
     const ttlMs = 500;
     const lost: unknown[] = [];
     const lease = await counting.client.acquire(resource, {
@@ -107,7 +105,7 @@ describe('CoordinatorClient autoExtend', () => {
     const counting = countingClient(service.url);
     const ttlMs = 1_000;
     const lost: LeaseLostError[] = [];
-    const lease = await counting.client.acquire(uniqueResource('auto-lost'), {
+    const lease = await counting.client.acquire(unique('auto-lost'), {
       ttlMs,
       autoExtend: true,
       onLost: (e) => lost.push(e),
@@ -124,7 +122,10 @@ describe('CoordinatorClient autoExtend', () => {
     redis.nodes[0]!.pause();
     redis.nodes[1]!.pause();
     const pausedAt = performance.now();
-    await eventually(() => Promise.resolve(lease.signal.aborted), 2 * ttlMs, 'the signal aborted');
+    await eventually(() => Promise.resolve(lease.signal.aborted), {
+      timeoutMs: 2 * ttlMs,
+      what: 'the signal aborted',
+    });
     expect(abortedAt! - pausedAt).toBeLessThanOrEqual(2 * ttlMs);
     expect(remainingAtAbort!).toBeGreaterThan(-ttlMs);
     expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
@@ -140,7 +141,7 @@ describe('CoordinatorClient autoExtend', () => {
   it('close() stops every kept lease: the signal aborts, onLost runs once, nothing more is sent', async () => {
     const counting = countingClient(service.url);
     const lost: LeaseLostError[] = [];
-    const lease = await counting.client.acquire(uniqueResource('auto-close'), {
+    const lease = await counting.client.acquire(unique('auto-close'), {
       ttlMs: 400,
       autoExtend: true,
       onLost: (e) => lost.push(e),
@@ -157,12 +158,15 @@ describe('CoordinatorClient autoExtend', () => {
 
   it('without autoExtend, the signal aborts when the lease runs out and never on release', async () => {
     const { client } = countingClient(service.url);
-    const released = await client.acquire(uniqueResource('watch-released'), { ttlMs: 300 });
+    const released = await client.acquire(unique('watch-released'), { ttlMs: 300 });
     const releasedSignal = released.signal;
     await released.release();
-    const lease = await client.acquire(uniqueResource('watch-expiry'), { ttlMs: 300 });
+    const lease = await client.acquire(unique('watch-expiry'), { ttlMs: 300 });
     expect(lease.autoExtending).toBe(false);
-    await eventually(() => Promise.resolve(lease.signal.aborted), 600, 'the signal aborted');
+    await eventually(() => Promise.resolve(lease.signal.aborted), {
+      timeoutMs: 600,
+      what: 'the signal aborted',
+    });
     expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
     await sleep(300);
     expect(releasedSignal.aborted).toBe(false);

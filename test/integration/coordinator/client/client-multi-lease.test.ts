@@ -4,7 +4,7 @@ import { LeaseLostError, LockedError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientMultiLease, CoordinatorClient } from '@fenced/coordinator/client';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { startTestService, uniqueResource, type TestService } from '../../../fixtures/service-fixture.js';
+import { startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
 
 // The typed client's multi-resource leases (`client.acquire([...])` over `/v1/leases`) against the real service.
 describe('CoordinatorClient multi-resource leases', () => {
@@ -23,7 +23,7 @@ describe('CoordinatorClient multi-resource leases', () => {
   });
 
   it('acquires every resource with its own bigint token, extends with the same tokens, and releases', async () => {
-    const [a, b] = [uniqueResource('a'), uniqueResource('b')];
+    const [a, b] = [unique('a'), unique('b')];
     const lease = await client.acquire([b, a, b], { ttlMs: 5_000 });
     expect(lease).toBeInstanceOf(ClientMultiLease);
     expect(lease.resources).toEqual([a, b].sort());
@@ -47,7 +47,7 @@ describe('CoordinatorClient multi-resource leases', () => {
   });
 
   it('throws LockedError (tryAcquire: null) when a resource is held, by a single or a multi lease', async () => {
-    const [shared, other] = [uniqueResource('shared'), uniqueResource('other')];
+    const [shared, other] = [unique('shared'), unique('other')];
     const single = await client.acquire(shared, { ttlMs: 5_000 });
     await expect(client.acquire([other, shared], { ttlMs: 5_000, waitMs: 50 })).rejects.toBeInstanceOf(
       LockedError,
@@ -64,7 +64,7 @@ describe('CoordinatorClient multi-resource leases', () => {
   });
 
   it('keeps a multi lease with autoExtend for five ttls, and stops on release', async () => {
-    const resources = [uniqueResource('k1'), uniqueResource('k2')];
+    const resources = [unique('k1'), unique('k2')];
     const lease = await client.acquire(resources, { ttlMs: 400, autoExtend: true });
     const tokens = new Map(lease.tokens);
     await sleep(2_000);

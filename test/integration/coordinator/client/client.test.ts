@@ -7,7 +7,7 @@ import {
   eventually,
   lockPath,
   startTestService,
-  uniqueResource,
+  unique,
   type TestService,
 } from '../../../fixtures/service-fixture.js';
 
@@ -29,7 +29,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('acquires, inspects, extends with the same token, and releases', async () => {
-    const resource = uniqueResource('client');
+    const resource = unique('client');
     const lease = await client.acquire(resource, { ttlMs: 5_000 });
     expect(lease).toBeInstanceOf(ClientLease);
     expect(lease.resource).toBe(resource);
@@ -51,7 +51,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('tryAcquire returns null while the resource is held; acquire throws LockedError', async () => {
-    const resource = uniqueResource('try');
+    const resource = unique('try');
     const first = await client.tryAcquire(resource, { ttlMs: 5_000 });
     expect(first).not.toBeNull();
     expect(await client.tryAcquire(resource, { ttlMs: 5_000 })).toBeNull();
@@ -65,7 +65,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('waits on the server when asked, and gets the lease when the holder releases', async () => {
-    const resource = uniqueResource('wait');
+    const resource = unique('wait');
     const holder = await client.acquire(resource, { ttlMs: 10_000 });
     const waiter = client.acquire(resource, { ttlMs: 10_000, waitMs: 10_000 });
     setTimeout(() => void holder.release(), 50);
@@ -75,7 +75,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('throws the typed errors of @fenced/shared, mapped from the error codes', async () => {
-    const resource = uniqueResource('errors');
+    const resource = unique('errors');
     await expect(client.acquire(resource, { ttlMs: 10 })).rejects.toBeInstanceOf(InvalidRequestError);
     await expect(client.acquire('', { ttlMs: 1000 })).rejects.toBeInstanceOf(InvalidRequestError);
     const stranger = new CoordinatorClient({ baseUrl: service.url, apiKey: 'wrong-key-0123456789' });
@@ -92,7 +92,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('keeps the lease id out of JSON and inspect output', async () => {
-    const lease = await client.acquire(uniqueResource('secret'), { ttlMs: 5_000 });
+    const lease = await client.acquire(unique('secret'), { ttlMs: 5_000 });
     expect(JSON.stringify(lease)).not.toContain(lease.id);
     expect(JSON.stringify(lease)).toContain(lease.token.toString());
     expect(inspect(lease)).not.toContain(lease.id);
@@ -101,7 +101,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('releases at the end of an `await using` block', async () => {
-    const resource = uniqueResource('await-using');
+    const resource = unique('await-using');
     {
       await using lease = await client.acquire(resource, { ttlMs: 5_000 });
       expect((await client.inspect(resource)).token).toBe(lease.token);
@@ -110,15 +110,14 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('using() extends the lease in the background while the routine runs, then releases it', async () => {
-    const resource = uniqueResource('using');
+    const resource = unique('using');
     const result = await client.using(resource, { ttlMs: 1_000 }, async (lease, signal) => {
       const firstExpiry = lease.expiresAt.getTime();
       // Outlive the TTL: only extensions keep the lease.
-      await eventually(
-        () => Promise.resolve(lease.expiresAt.getTime() > firstExpiry + 1_000),
-        10_000,
-        'extensions',
-      );
+      await eventually(() => Promise.resolve(lease.expiresAt.getTime() > firstExpiry + 1_000), {
+        timeoutMs: 10_000,
+        what: 'extensions',
+      });
       expect(signal.aborted).toBe(false);
       expect(await client.inspect(resource)).toEqual({ held: true, token: lease.token });
       return 'done';
@@ -128,7 +127,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it("using() rethrows the routine's own error and still releases", async () => {
-    const resource = uniqueResource('using-error');
+    const resource = unique('using-error');
     const failure = new Error('the routine failed');
     const thrown = await client
       .using(resource, { ttlMs: 5_000 }, async () => {
@@ -141,7 +140,7 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('using() aborts the signal with LeaseLostError when the lease is lost', async () => {
-    const resource = uniqueResource('using-lost');
+    const resource = unique('using-lost');
     const reason = await client.using(resource, { ttlMs: 300 }, async (lease, signal) => {
       // Somebody (an operator, a successor after expiry) releases the lease behind the holder's back.
       await service.call(lockPath(resource, 'leases', lease.id), { method: 'DELETE', apiKey: KEY });
@@ -156,14 +155,17 @@ describe('CoordinatorClient against the real service', () => {
   });
 
   it('a caller abort cancels a waiting acquire, and no lease is left behind', async () => {
-    const resource = uniqueResource('abort');
+    const resource = unique('abort');
     const holder = await client.acquire(resource, { ttlMs: 10_000 });
     const controller = new AbortController();
     const waiting = client.acquire(resource, { ttlMs: 10_000, waitMs: 10_000, signal: controller.signal });
     setTimeout(() => controller.abort(new Error('caller gave up')), 50);
     await expect(waiting).rejects.toThrow('caller gave up');
     await holder.release();
-    await eventually(async () => (await client.inspect(resource)).held === false, 10_000, 'resource free');
+    await eventually(async () => (await client.inspect(resource)).held === false, {
+      timeoutMs: 10_000,
+      what: 'resource free',
+    });
     const fresh = await client.tryAcquire(resource, { ttlMs: 1_000 });
     expect(fresh).not.toBeNull();
     await fresh!.release();

@@ -1,9 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, CoordinatorClosedError, type Lease, type MultiLease } from '@fenced/coordinator';
+import type { Coordinator } from '@fenced/coordinator';
+import { CoordinatorClosedError, type Lease, type MultiLease } from '@fenced/coordinator';
 import { LeaseLostError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  eventually,
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
 
 // Self-renewing leases (`autoExtend`, lease-watch.ts) on real Redis nodes: kept for many ttls with one token,
 // the signal aborts with LeaseLostError soon after a majority is lost, onLost runs once, and no timer outlives
@@ -11,13 +17,11 @@ import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-clust
 
 let env: RedisNodes;
 let coordinator: Coordinator;
-const extra: Coordinator[] = [];
-const unique = (name: string): string => `${name}-${randomUUID()}`;
+let cluster: CoordinatorFixture;
 
 beforeAll(async () => {
-  env = await startRedisNodes(3, { useExisting: false });
-  coordinator = new Coordinator({ nodes: env.urls });
-  await coordinator.ready();
+  cluster = await startCoordinatorFixture(3, { redis: { useExisting: false }, raw: false });
+  ({ env, coordinator } = cluster);
 });
 
 afterEach(async () => {
@@ -25,18 +29,19 @@ afterEach(async () => {
     node.resume();
     if (!node.running) await node.restart({ keepData: true });
   }
-  await Promise.all(extra.splice(0).map((c) => c.close()));
+  await cluster.closeOthers();
   // Every node answers the shared coordinator again before the next test.
-  await eventually(() =>
-    Promise.all(env.urls.map((_, i) => coordinator.nodeStatus().then((s) => s[i]?.voting === true))).then(
-      (votes) => votes.every(Boolean),
-    ),
+  await eventually(
+    () =>
+      Promise.all(env.urls.map((_, i) => coordinator.nodeStatus().then((s) => s[i]?.voting === true))).then(
+        (votes) => votes.every(Boolean),
+      ),
+    { timeoutMs: 10_000, what: 'every node voting again' },
   );
 });
 
 afterAll(async () => {
-  await coordinator?.close();
-  await env?.stop();
+  await cluster?.close();
 });
 
 /** Counts the extensions a coordinator sends (every keeper extends through `extendLease`). */
@@ -65,15 +70,6 @@ async function expectNoTimers(
   await sleep(2 * ttlMs);
   expect(extensions.count).toBe(before);
   expect(lease.signal.aborted).toBe(aborted);
-}
-
-/** Polls until `check` holds (sequencing: the bound is a liveness limit, not a timing assertion). */
-async function eventually(check: () => boolean | Promise<boolean>, limitMs = 10_000): Promise<void> {
-  const deadline = performance.now() + limitMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`condition not met within ${limitMs} ms`);
-    await sleep(10);
-  }
 }
 
 /**
@@ -159,7 +155,7 @@ describe('autoExtend', () => {
     env.nodes[2]!.pause();
     const pausedAt = performance.now();
     // The lease ends at most one ttl after the pause; the signal must follow within one more ttl.
-    await eventually(() => lease.signal.aborted, 2 * ttlMs);
+    await eventually(() => lease.signal.aborted, { timeoutMs: 2 * ttlMs });
     expect(seen.abortedAt! - pausedAt).toBeLessThanOrEqual(2 * ttlMs);
     expect(seen.remainingAtAbort!).toBeGreaterThan(-ttlMs);
     expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
@@ -177,8 +173,7 @@ describe('autoExtend', () => {
     if (why) ctx.skip(why);
     const ttlMs = 800;
     const lost: LeaseLostError[] = [];
-    const c = new Coordinator({ nodes: env.urls });
-    extra.push(c);
+    const c = cluster.another();
     const extensions = countExtensions(c);
     const lease = await c.acquire([unique('x'), unique('y')], {
       ttlMs,
@@ -188,7 +183,7 @@ describe('autoExtend', () => {
     const seen = watchAbort(lease);
     await Promise.all([env.nodes[0]!.kill(), env.nodes[2]!.kill()]);
     const killedAt = performance.now();
-    await eventually(() => lease.signal.aborted, 2 * ttlMs);
+    await eventually(() => lease.signal.aborted, { timeoutMs: 2 * ttlMs });
     expect(seen.abortedAt! - killedAt).toBeLessThanOrEqual(2 * ttlMs);
     expect(seen.remainingAtAbort!).toBeGreaterThan(-ttlMs);
     expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
@@ -198,8 +193,7 @@ describe('autoExtend', () => {
   });
 
   it('stops kept leases on close(): the signal aborts, onLost runs once, no timer is left', async () => {
-    const c = new Coordinator({ nodes: env.urls });
-    extra.push(c);
+    const c = cluster.another();
     await c.ready();
     const extensions = countExtensions(c);
     const lost: LeaseLostError[] = [];
@@ -230,7 +224,7 @@ describe('autoExtend', () => {
 
     const lease = await coordinator.acquire(unique('expiring'), { ttlMs });
     const seen = watchAbort(lease);
-    await eventually(() => lease.signal.aborted, 2 * ttlMs);
+    await eventually(() => lease.signal.aborted, { timeoutMs: 2 * ttlMs });
     expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
     expect(seen.remainingAtAbort!).toBeLessThanOrEqual(0);
     expect(seen.remainingAtAbort!).toBeGreaterThan(-ttlMs);

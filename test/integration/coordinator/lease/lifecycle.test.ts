@@ -1,23 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { Coordinator } from '@fenced/coordinator';
+import type { Coordinator } from '@fenced/coordinator';
 import { InvalidRequestError, LeaseLostError, LockedError, MAX_TOKEN } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
 
 let env: RedisNodes;
 let coordinator: Coordinator;
-const unique = (name: string): string => `${name}-${randomUUID()}`;
+let cluster: CoordinatorFixture;
 
 beforeAll(async () => {
-  env = await startRedisNodes(5);
-  coordinator = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 1_000 });
-  await coordinator.ready();
+  cluster = await startCoordinatorFixture(5, { coordinator: { nodeTimeoutMs: 1_000 }, raw: false });
+  ({ env, coordinator } = cluster);
 });
 
 afterAll(async () => {
-  await coordinator?.close();
-  await env?.stop();
+  await cluster?.close();
 });
 
 describe('lease lifecycle', () => {

@@ -1,10 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Coordinator, type MultiLease } from '@fenced/coordinator';
 import { InvalidRequestError, LeaseLostError, LockedError, QuorumUnavailableError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  keysOf,
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
 
 // Multi-resource leases (protocol/acquire-within.ts) on real Redis nodes: all or nothing, exclusive per resource,
 // no deadlock or livelock between overlapping sets taken in different orders, and never a partial grant left.
@@ -12,20 +17,16 @@ import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-clust
 let env: RedisNodes;
 let coordinator: Coordinator;
 let raw: Redis[];
-const unique = (name: string): string => `${name}-${randomUUID()}`;
-const leaseKey = (resource: string): string => `fenced:{${resource}}:lease`;
+let cluster: CoordinatorFixture;
+const leaseKey = (resource: string): string => keysOf(resource).lease;
 
 beforeAll(async () => {
-  env = await startRedisNodes(3);
-  coordinator = new Coordinator({ nodes: env.urls });
-  await coordinator.ready();
-  raw = env.urls.map((url) => new Redis(url));
+  cluster = await startCoordinatorFixture(3);
+  ({ env, coordinator, raw } = cluster);
 });
 
 afterAll(async () => {
-  raw?.forEach((r) => r.disconnect());
-  await coordinator?.close();
-  await env?.stop();
+  await cluster?.close();
 });
 
 /** Not held on a majority, and no lease key of ours left on any node. */

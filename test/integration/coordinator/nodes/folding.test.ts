@@ -3,21 +3,29 @@
 // (instead of moved into the floor) would show as a token going backwards: the proposal's clock cannot hide it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  eventually,
+  keysOf,
+  nodeKeysOf,
+  startCoordinatorFixture,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
 
 let env: RedisNodes;
 let raw: Redis[];
+let cluster: CoordinatorFixture;
 
 beforeAll(async () => {
-  env = await startRedisNodes(3);
-  raw = env.urls.map((url) => new Redis(url).on('error', () => undefined)); // restarts below reset them
+  // The raw clients ignore their errors: restarts below reset them.
+  cluster = await startCoordinatorFixture(3, { coordinator: false });
+  ({ env, raw } = cluster);
 });
 
 afterAll(async () => {
-  for (const client of raw ?? []) client.disconnect();
-  await env?.stop();
+  await cluster?.close();
 });
 
 /** Keys under `prefix` on one node. */
@@ -30,14 +38,6 @@ async function keysUnder(client: Redis, prefix: string): Promise<string[]> {
     cursor = next;
   } while (cursor !== '0');
   return found;
-}
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 40_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
 }
 
 /** Runs `task` for every item with at most `concurrency` at a time. */
@@ -71,7 +71,7 @@ describe('folding idle registers into the floor', () => {
     await Promise.all(
       raw.map(async (client) => {
         const pipeline = client.pipeline();
-        resources.forEach((r, i) => pipeline.set(`${prefix}:{${r}}:token`, (seeded + BigInt(i)).toString()));
+        resources.forEach((r, i) => pipeline.set(keysOf(r, prefix).token, (seeded + BigInt(i)).toString()));
         await pipeline.exec();
       }),
     );
@@ -84,14 +84,17 @@ describe('folding idle registers into the floor', () => {
         return lease.token;
       });
       // Each node keeps only its incarnation key, its floor and the fold lock once the retention has passed.
-      await eventually(async () => {
-        const counts = await Promise.all(raw.map(async (c) => (await keysUnder(c, prefix)).length));
-        return counts.every((n) => n <= 5);
-      }, 'the idle registers to be folded');
+      await eventually(
+        async () => {
+          const counts = await Promise.all(raw.map(async (c) => (await keysUnder(c, prefix)).length));
+          return counts.every((n) => n <= 5);
+        },
+        { what: 'the idle registers to be folded', timeoutMs: 40_000, intervalMs: 500 },
+      );
       for (const client of raw) {
         const keys = await keysUnder(client, prefix);
         expect(keys.filter((k) => k.endsWith(':token'))).toEqual([]);
-        expect(BigInt((await client.get(`${prefix}:node:floor`))!)).toBeGreaterThanOrEqual(
+        expect(BigInt((await client.get(nodeKeysOf(prefix).floor))!)).toBeGreaterThanOrEqual(
           seeded + BigInt(resources.length - 1),
         );
       }
@@ -127,11 +130,14 @@ describe('folding idle registers into the floor', () => {
       const idle = await coordinator.acquire('idle', { ttlMs: 2_000 });
       await idle.release();
       // Keep `held` alive past the retention; `idle` goes.
-      await eventually(async () => {
-        await held.extend(2_000);
-        return (await raw[0]!.exists(`${prefix}:{idle}:token`)) === 0;
-      }, 'the idle register to be folded');
-      expect(await raw[0]!.exists(`${prefix}:{held}:token`)).toBe(1);
+      await eventually(
+        async () => {
+          await held.extend(2_000);
+          return (await raw[0]!.exists(keysOf('idle', prefix).token)) === 0;
+        },
+        { what: 'the idle register to be folded', timeoutMs: 40_000, intervalMs: 500 },
+      );
+      expect(await raw[0]!.exists(keysOf('held', prefix).token)).toBe(1);
       await held.release();
     } finally {
       await coordinator.close();
@@ -153,20 +159,28 @@ describe('a restart repair', () => {
       const target = env.nodes[2]!;
       await target.restart({ keepData: false });
       // The next vote finds the node empty and starts its repair; it sits out maxTtlMs (3 s) first.
-      await eventually(async () => {
-        const status = (await coordinator.nodeStatus())[2]!;
-        problems.push(...status.problems);
-        return status.problems.some((p) => /sits out/.test(p));
-      }, 'the repair to sit out');
+      await eventually(
+        async () => {
+          const status = (await coordinator.nodeStatus())[2]!;
+          problems.push(...status.problems);
+          return status.problems.some((p) => /sits out/.test(p));
+        },
+        { what: 'the repair to sit out', timeoutMs: 40_000, intervalMs: 500 },
+      );
       await target.restart({ keepData: false }); // again, while the repair runs: its marker is gone
-      await eventually(async () => {
-        const status = (await coordinator.nodeStatus())[2]!;
-        problems.push(...status.problems);
-        return status.voting;
-      }, 'the node to vote again');
+      await eventually(
+        async () => {
+          const status = (await coordinator.nodeStatus())[2]!;
+          problems.push(...status.problems);
+          return status.voting;
+        },
+        { what: 'the node to vote again', timeoutMs: 40_000, intervalMs: 500 },
+      );
       expect(problems.join('\n')).toMatch(/starts over/);
       const direct = raw[2]!;
-      expect(BigInt((await direct.get(`${prefix}:{r}:token`)) ?? '0')).toBeGreaterThanOrEqual(lease.token);
+      expect(BigInt((await direct.get(keysOf('r', prefix).token)) ?? '0')).toBeGreaterThanOrEqual(
+        lease.token,
+      );
       const next = await coordinator.acquire('r', { ttlMs: 1_000 });
       expect(next.token).toBeGreaterThan(lease.token);
       await next.release();
@@ -187,11 +201,14 @@ describe('a restart repair', () => {
       await first.ready();
       await second.ready();
       await env.nodes[1]!.restart({ keepData: false });
-      await eventually(async () => {
-        const [a, b] = await Promise.all([first.nodeStatus(), second.nodeStatus()]);
-        seen.push(...a[1]!.problems, ...b[1]!.problems);
-        return a[1]!.voting && b[1]!.voting;
-      }, 'both processes to see the node vote again');
+      await eventually(
+        async () => {
+          const [a, b] = await Promise.all([first.nodeStatus(), second.nodeStatus()]);
+          seen.push(...a[1]!.problems, ...b[1]!.problems);
+          return a[1]!.voting && b[1]!.voting;
+        },
+        { what: 'both processes to see the node vote again', timeoutMs: 40_000, intervalMs: 500 },
+      );
       expect(seen.join('\n')).toMatch(/another process is repairing it; waiting/);
       expect(seen.join('\n')).toMatch(/sits out/);
     } finally {

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshMarkKey, incarnationKey } from '../../../../packages/coordinator/src/redlock/keys.js';
+import { freshMarkKey, incarnationKey } from '../../../fixtures/keys.js';
 import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
 import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';

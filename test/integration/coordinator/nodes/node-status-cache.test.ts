@@ -2,26 +2,24 @@
 // view is older than maxAgeMs, and concurrent callers share one probe round. Counted on the nodes themselves
 // (INFO commandstats: the probe's PING), not by timing.
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator } from '@fenced/coordinator';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { Coordinator } from '@fenced/coordinator';
+import { startCoordinatorFixture, type CoordinatorFixture } from '../../../fixtures/coordinator-fixture.js';
 
-let env: RedisNodes;
 let coordinator: Coordinator;
 let observers: Redis[];
+let cluster: CoordinatorFixture;
 
 beforeAll(async () => {
-  env = await startRedisNodes(3);
-  coordinator = new Coordinator({ nodes: env.urls, keyPrefix: `status-${randomUUID().slice(0, 8)}` });
-  await coordinator.ready();
-  observers = env.urls.map((url) => new Redis(url));
+  cluster = await startCoordinatorFixture(3, {
+    coordinator: { keyPrefix: `status-${randomUUID().slice(0, 8)}` },
+  });
+  ({ coordinator, raw: observers } = cluster);
 });
 
 afterAll(async () => {
-  await coordinator?.close();
-  for (const observer of observers ?? []) observer.disconnect();
-  await env?.stop();
+  await cluster?.close();
 });
 
 /** PINGs each node has served so far (the coordinator's probes; nothing else here sends PING). */

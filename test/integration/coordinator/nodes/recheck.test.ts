@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { nodeKeysOf } from '../../../fixtures/coordinator-fixture.js';
 
 let env: RedisNodes;
 
@@ -32,7 +33,7 @@ describe('the background re-check', () => {
       await target.restart({ keepData: false });
       // From here on nothing asks the coordinator anything: only its own re-check can notice the empty node.
       const deadline = Date.now() + 20_000;
-      while ((await direct.exists(`${prefix}:node:incarnation`).catch(() => 0)) === 0) {
+      while ((await direct.exists(nodeKeysOf(prefix).incarnation).catch(() => 0)) === 0) {
         if (Date.now() > deadline) throw new Error('the node was never repaired');
         await new Promise((resolve) => setTimeout(resolve, 250));
       }

@@ -8,16 +8,16 @@
 // Counting empty node 1 as a third source would "repair" node 0 to the older token, below a completed grant.
 //
 // Kills mutants 09 and 10 of test/mutants/ (docs/mutation-testing.md).
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator } from '@fenced/coordinator';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { eventually, keysOf, nodeKeysOf } from '../../../fixtures/coordinator-fixture.js';
 
 let env: RedisNodes;
 const HIGH = 1n << 62n;
 const RESOURCE = 'repaired-resource';
-const TOKEN_KEY = `fenced:{${RESOURCE}}:token`;
+const TOKEN_KEY = keysOf(RESOURCE).token;
 
 beforeAll(async () => {
   env = await startRedisNodes(5, { useExisting: false });
@@ -26,11 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.stop();
 });
-
-/** Polls a condition (sequencing, not a timing assertion: the test timeout is the only bound). */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await sleep(50);
-}
 
 describe('restart repair on real nodes (F22)', () => {
   it('refuses to copy from a node that is itself empty, then repairs once enough valid sources answer', async (ctx) => {
@@ -70,7 +65,7 @@ describe('restart repair on real nodes (F22)', () => {
       expect((error as Error).message).toMatch(
         /node 1 \([^)]*\): it (has no incarnation key|is under repair)/,
       );
-      expect(await raw[0]!.exists('fenced:node:incarnation')).toBe(0);
+      expect(await raw[0]!.exists(nodeKeysOf().incarnation)).toBe(0);
       expect((await c.nodeStatus())[0]!.voting).toBe(false);
 
       // Node 4 comes back with its data: now three valid sources answer, and node 0 gets the last grant's token.

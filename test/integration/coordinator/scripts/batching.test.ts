@@ -1,13 +1,19 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
-import { Coordinator, type Lease } from '@fenced/coordinator';
+import type { Redis } from 'ioredis';
+import type { Coordinator, Lease } from '@fenced/coordinator';
 import { QuorumUnavailableError } from '@fenced/shared';
 import { NodeConnection } from '../../../../packages/coordinator/src/nodes/node-connection.js';
-import { resourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
 import { loadScriptSource } from '../../../../packages/coordinator/src/scripts/scripts.js';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  DEFAULT_KEY_PREFIX,
+  eventually,
+  keysOf,
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
 
 // The coordinator sends the acquires (and the releases) issued in one event-loop turn to each node as one
 // script call. These tests check, on real nodes, that a batch decides each call exactly as if it ran alone.
@@ -15,27 +21,18 @@ import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-clust
 let env: RedisNodes;
 let coordinator: Coordinator;
 let raw: Redis[];
-const unique = (name: string): string => `${name}-${randomUUID()}`;
+let cluster: CoordinatorFixture;
 
 beforeAll(async () => {
-  env = await startRedisNodes(5);
-  coordinator = new Coordinator({ nodes: env.urls });
-  await coordinator.ready();
-  raw = env.urls.map((url) => new Redis(url));
+  cluster = await startCoordinatorFixture(5);
+  ({ env, coordinator, raw } = cluster);
 });
 
 afterAll(async () => {
-  raw?.forEach((r) => r.disconnect());
-  await coordinator?.close();
-  await env?.stop();
+  await cluster?.close();
 });
 
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
-
-/** Polls a condition (sequencing, not a timing assertion: the test timeout is the only bound). */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await sleep(20);
-}
 
 /** EVALSHA + EVAL calls each node has run so far. */
 async function scriptCalls(): Promise<number[]> {
@@ -83,11 +80,11 @@ describe('batched acquire and release', () => {
   it('never sends a release ahead of an acquire queued before it on the same node', async () => {
     // An attempt can be decided lost before its votes are sent (nodes that do not vote count against at once);
     // its release is then queued in the same tick as its acquire and must still reach the node after it.
-    const node = new NodeConnection(0, env.urls[0]!, 'fenced', () => undefined, 1_000);
+    const node = new NodeConnection(0, env.urls[0]!, DEFAULT_KEY_PREFIX, () => undefined, 1_000);
     try {
       await node.waitUntilConnected(5_000);
       const resource = unique('order');
-      const keys = resourceKeys('fenced', resource);
+      const keys = keysOf(resource);
       const [acquired, released] = await Promise.all([
         node.acquire(1_000, keys, 'lease-id-0123456789abcd', 60_000, 123n),
         node.release(1_000, keys, 'lease-id-0123456789abcd'),
@@ -104,12 +101,12 @@ describe('batched acquire and release', () => {
     // The node lost its script cache (SCRIPT FLUSH, or a restart) and has since cached only release.lua. An
     // EVAL fallback would run the acquire a round trip late, after the release queued behind it, and leave its
     // key for the whole ttl.
-    const node = new NodeConnection(0, env.urls[0]!, 'fenced', () => undefined, 1_000);
+    const node = new NodeConnection(0, env.urls[0]!, DEFAULT_KEY_PREFIX, () => undefined, 1_000);
     try {
       await node.waitUntilConnected(5_000);
       await raw[0]!.script('FLUSH');
       await raw[0]!.script('LOAD', loadScriptSource('release'));
-      const keys = resourceKeys('fenced', unique('noscript'));
+      const keys = keysOf(unique('noscript'));
       const [acquired, released] = await Promise.allSettled([
         node.acquire(1_000, keys, 'lease-id-0123456789abcd', 60_000, 123n),
         node.release(1_000, keys, 'lease-id-0123456789abcd'),
@@ -136,7 +133,7 @@ describe('batched acquire and release', () => {
   it('fails only the call whose key is broken; the rest of its batch is granted', async () => {
     const broken = unique('wrong-type');
     // A token register that is a hash, not a string: GET on it is a Redis error (WRONGTYPE) on every node.
-    await Promise.all(raw.map((r) => r.hset(`fenced:{${broken}}:token`, 'x', '1')));
+    await Promise.all(raw.map((r) => r.hset(keysOf(broken).token, 'x', '1')));
     const healthy = Array.from({ length: 10 }, () => unique('healthy'));
     const errors: unknown[] = [];
     coordinator.on('nodeError', (event: { error: unknown }) => errors.push(event.error));
@@ -152,6 +149,6 @@ describe('batched acquire and release', () => {
     expect(rest.every((r) => r.status === 'fulfilled')).toBe(true);
     expect(errors.some((e) => e instanceof Error && e.name === 'NodeCallError')).toBe(true);
     await Promise.all(rest.map((r) => (r as PromiseFulfilledResult<Lease>).value.release()));
-    await Promise.all(raw.map((r) => r.del(`fenced:{${broken}}:token`)));
+    await Promise.all(raw.map((r) => r.del(keysOf(broken).token)));
   });
 });

@@ -1,11 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import {
-  lockPath,
-  startTestService,
-  uniqueResource,
-  type TestService,
-} from '../../../fixtures/service-fixture.js';
+import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
 
 const KEY_A = 'key-a-0123456789abcdef';
 const KEY_B = 'key-b-fedcba9876543210';
@@ -35,7 +30,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
   });
 
   it('serves every request without a key when no keys are configured', async () => {
-    const resource = uniqueResource('open');
+    const resource = unique('open');
     const granted = await open.call(lockPath(resource, 'leases'), { method: 'POST', json: { ttlMs: 1000 } });
     expect(granted.status).toBe(201);
     // A key sent to a service without keys is simply not looked at.
@@ -53,7 +48,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
     ['an empty bearer', { authorization: 'Bearer ' }],
     ['two keys', { authorization: `Bearer ${KEY_A} ${KEY_B}` }],
   ])('answers 401 UNAUTHORIZED to %s, on every /v1 route', async (_name, headers) => {
-    const resource = uniqueResource('unauthorized');
+    const resource = unique('unauthorized');
     const calls = [
       guarded.call(lockPath(resource, 'leases'), { method: 'POST', json: { ttlMs: 1000 }, headers }),
       guarded.call(lockPath(resource, 'leases', 'AAAAAAAAAAAAAAAAAAAAAA', 'extend'), {
@@ -76,7 +71,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
   });
 
   it('checks the key before reading the body, so an unauthenticated 1 MB body is still a 401', async () => {
-    const response = await guarded.call(lockPath(uniqueResource('big'), 'leases'), {
+    const response = await guarded.call(lockPath(unique('big'), 'leases'), {
       method: 'POST',
       json: { ttlMs: 1000, pad: 'x'.repeat(1024 * 1024) },
     });
@@ -84,7 +79,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
   });
 
   it('serves every configured key, with the Bearer scheme in any case', async () => {
-    const resource = uniqueResource('authorized');
+    const resource = unique('authorized');
     const granted = await guarded.call(lockPath(resource, 'leases'), {
       method: 'POST',
       json: { ttlMs: 5000 },
@@ -124,7 +119,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
   });
 
   it('writes one log line per request, with the route pattern, and never a lease id or an API key', async () => {
-    const resource = uniqueResource('logs');
+    const resource = unique('logs');
     const before = guarded.logs.length;
     const leaseIds: string[] = [];
     const granted = await guarded.call(lockPath(resource, 'leases'), {
@@ -188,7 +183,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
   });
 
   it('logs no line for a successful request at the default access-log level, and still logs the failures', async () => {
-    const resource = uniqueResource('quiet');
+    const resource = unique('quiet');
     const before = quiet.logs.length;
     const granted = await quiet.call(lockPath(resource, 'leases'), { method: 'POST', json: { ttlMs: 5000 } });
     const { leaseId } = granted.body as { leaseId: string };

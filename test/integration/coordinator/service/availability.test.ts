@@ -7,7 +7,7 @@ import {
   eventually,
   lockPath,
   startTestService,
-  uniqueResource,
+  unique,
   type TestService,
 } from '../../../fixtures/service-fixture.js';
 
@@ -42,7 +42,7 @@ describe('coordinator HTTP API: readiness and quorum loss', () => {
   }
 
   it('turns /readyz to 503 when a majority of nodes is down, answers 503 QUORUM_UNAVAILABLE, and recovers', async () => {
-    const resource = uniqueResource('quorum');
+    const resource = unique('quorum');
     expect((await service.call('/readyz')).status).toBe(200);
     const held = await service.call(lockPath(resource, 'leases'), {
       method: 'POST',
@@ -65,7 +65,7 @@ describe('coordinator HTTP API: readiness and quorum loss', () => {
       expect((await service.call('/healthz')).status).toBe(200);
 
       const calls = {
-        acquire: await service.call(lockPath(uniqueResource('q'), 'leases'), {
+        acquire: await service.call(lockPath(unique('q'), 'leases'), {
           method: 'POST',
           json: { ttlMs: 1000 },
         }),
@@ -101,11 +101,10 @@ describe('coordinator HTTP API: readiness and quorum loss', () => {
     }
 
     // Ready as soon as a quorum is back; wait for the last node to reconnect too before checking all five.
-    await eventually(
-      async () => ((await service.call('/readyz')).body as Readiness).votingNodes === 5,
-      20_000,
-      'every node voting again',
-    );
+    await eventually(async () => ((await service.call('/readyz')).body as Readiness).votingNodes === 5, {
+      timeoutMs: 20_000,
+      what: 'every node voting again',
+    });
     const recovered = (await service.call('/readyz')).body as Readiness;
     expect(recovered).toMatchObject({ ready: true, votingNodes: 5 });
     // The nodes kept their data (appendfsync always): the lease granted before is still there.
@@ -116,7 +115,7 @@ describe('coordinator HTTP API: readiness and quorum loss', () => {
   });
 
   it('lets a client ride out a quorum outage by retrying its acquire', async () => {
-    const resource = uniqueResource('retry');
+    const resource = unique('retry');
     const majority = redis.nodes.slice(2, 5);
     await Promise.all(majority.map((node) => node.kill()));
     const before = await metric('fenced_lease_denials_total', 'reason="quorum_unavailable"');
@@ -130,8 +129,7 @@ describe('coordinator HTTP API: readiness and quorum loss', () => {
     try {
       await eventually(
         async () => (await metric('fenced_lease_denials_total', 'reason="quorum_unavailable"')) > before,
-        10_000,
-        'a refused attempt',
+        { timeoutMs: 10_000, what: 'a refused attempt' },
       );
     } finally {
       await Promise.all(majority.map((node) => node.restart()));

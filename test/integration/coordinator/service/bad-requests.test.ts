@@ -2,12 +2,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { ResponseValidator } from '../../../fixtures/response-validator.js';
-import {
-  lockPath,
-  startTestService,
-  uniqueResource,
-  type TestService,
-} from '../../../fixtures/service-fixture.js';
+import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
 
 interface BadRequest {
   name: string;
@@ -517,7 +512,7 @@ describe('coordinator HTTP API: bad requests', () => {
   it.each(TABLE.map((row) => [row.name, row] as const))(
     'answers %s with its 4xx and error body',
     async (_, row) => {
-      const resource = uniqueResource('bad');
+      const resource = unique('bad');
       const response = await rawRequest(
         service.url,
         row.method,

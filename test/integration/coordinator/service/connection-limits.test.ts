@@ -1,12 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import {
-  lockPath,
-  startTestService,
-  uniqueResource,
-  type TestService,
-} from '../../../fixtures/service-fixture.js';
+import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
 
 /** Liveness bound for "the server closed it": far above every configured timeout, never a measurement. */
 const CLOSED_WITHIN_MS = 15_000;
@@ -111,7 +106,7 @@ describe('coordinator service: limits on slow clients and on connections', () =>
   it('closes a connection whose headers never finish, after the headers timeout', async () => {
     const slow = new RawConnection(timeouts.url);
     await slow.connected();
-    slow.write(`POST ${lockPath(uniqueResource('slow-headers'), 'leases')} HTTP/1.1\r\nHost: fenced\r\n`);
+    slow.write(`POST ${lockPath(unique('slow-headers'), 'leases')} HTTP/1.1\r\nHost: fenced\r\n`);
     const received = await closedByServer(slow);
     expect(received).toMatch(/^HTTP\/1\.1 408 /);
   });
@@ -120,7 +115,7 @@ describe('coordinator service: limits on slow clients and on connections', () =>
     const slow = new RawConnection(timeouts.url);
     await slow.connected();
     slow.write(
-      `POST ${lockPath(uniqueResource('slow-body'), 'leases')} HTTP/1.1\r\nHost: fenced\r\n` +
+      `POST ${lockPath(unique('slow-body'), 'leases')} HTTP/1.1\r\nHost: fenced\r\n` +
         'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ttlMs":',
     );
     const received = await closedByServer(slow);
@@ -128,7 +123,7 @@ describe('coordinator service: limits on slow clients and on connections', () =>
   });
 
   it('lets a waiting acquire wait past the request timeout: the timeout bounds receiving, not waiting', async () => {
-    const resource = uniqueResource('long-wait');
+    const resource = unique('long-wait');
     const held = await timeouts.call(lockPath(resource, 'leases'), {
       method: 'POST',
       json: { ttlMs: 60_000 },

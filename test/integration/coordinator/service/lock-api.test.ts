@@ -6,7 +6,7 @@ import {
   eventually,
   lockPath,
   startTestService,
-  uniqueResource,
+  unique,
   type TestResponse,
   type TestService,
 } from '../../../fixtures/service-fixture.js';
@@ -58,7 +58,7 @@ describe('coordinator HTTP API: the contract table', () => {
   }
 
   it('POST /leases grants a lease: 201 with resource, leaseId, decimal token, ttlMs, validityMs, expiresAt', async () => {
-    const resource = uniqueResource('grant');
+    const resource = unique('grant');
     const response = await acquire(resource, { ttlMs: 10_000, waitMs: 0 });
     expect(response.status).toBe(201);
     const lease = response.body as LeaseBody;
@@ -82,7 +82,7 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it('POST /leases answers 409 LOCKED while another holder has the resource', async () => {
-    const resource = uniqueResource('locked');
+    const resource = unique('locked');
     expect((await acquire(resource)).status).toBe(201);
     const second = await acquire(resource, { ttlMs: 10_000, waitMs: 0 });
     expect(second.status).toBe(409);
@@ -93,14 +93,13 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it('POST /leases with waitMs waits on the server and gets the lease once the holder releases', async () => {
-    const resource = uniqueResource('wait');
+    const resource = unique('wait');
     const first = (await acquire(resource)).body as LeaseBody;
     const waiting = acquire(resource, { ttlMs: 10_000, waitMs: 15_000 });
-    await eventually(
-      async () => (await metric('fenced_acquires_in_flight')) >= 1,
-      10_000,
-      'the waiter is waiting',
-    );
+    await eventually(async () => (await metric('fenced_acquires_in_flight')) >= 1, {
+      timeoutMs: 10_000,
+      what: 'the waiter is waiting',
+    });
     const released = await service.call(lockPath(resource, 'leases', first.leaseId), { method: 'DELETE' });
     expect(released.status).toBe(204);
     const second = await waiting;
@@ -111,7 +110,7 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it('gives every grant a larger token than the grants before it', async () => {
-    const resource = uniqueResource('tokens');
+    const resource = unique('tokens');
     let previous = 0n;
     for (let i = 0; i < 5; i++) {
       const lease = (await acquire(resource)).body as LeaseBody;
@@ -122,7 +121,7 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it('POST /extend answers 200 with the same shape and the same token', async () => {
-    const resource = uniqueResource('extend');
+    const resource = unique('extend');
     const lease = (await acquire(resource, { ttlMs: 5_000 })).body as LeaseBody;
     const extended = conforms(
       'POST',
@@ -140,14 +139,13 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it('POST /extend answers 409 LEASE_LOST for a released, an expired or an unknown lease', async () => {
-    const resource = uniqueResource('lost');
+    const resource = unique('lost');
     const released = (await acquire(resource)).body as LeaseBody;
     await service.call(lockPath(resource, 'leases', released.leaseId), { method: 'DELETE' });
     const expired = (await acquire(resource, { ttlMs: 100 })).body as LeaseBody;
     await eventually(
       async () => ((await service.call(lockPath(resource))).body as { held: boolean }).held === false,
-      10_000,
-      'the short lease expired',
+      { timeoutMs: 10_000, what: 'the short lease expired' },
     );
     for (const leaseId of [released.leaseId, expired.leaseId, 'AAAAAAAAAAAAAAAAAAAAAA']) {
       const response = conforms(
@@ -164,13 +162,12 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it("POST /extend of an old lease never touches its successor's lease", async () => {
-    const resource = uniqueResource('successor');
+    const resource = unique('successor');
     const old = (await acquire(resource, { ttlMs: 100 })).body as LeaseBody;
-    await eventually(
-      async () => (await acquire(resource, { ttlMs: 10_000 })).status === 201,
-      10_000,
-      'successor',
-    );
+    await eventually(async () => (await acquire(resource, { ttlMs: 10_000 })).status === 201, {
+      timeoutMs: 10_000,
+      what: 'successor',
+    });
     const late = await service.call(lockPath(resource, 'leases', old.leaseId, 'extend'), {
       method: 'POST',
       json: { ttlMs: 10_000 },
@@ -184,7 +181,7 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it('DELETE answers 204 with no body, again for a released lease, and for an expired one', async () => {
-    const resource = uniqueResource('release');
+    const resource = unique('release');
     const lease = (await acquire(resource)).body as LeaseBody;
     for (let i = 0; i < 2; i++) {
       const response = await service.call(lockPath(resource, 'leases', lease.leaseId), { method: 'DELETE' });
@@ -195,8 +192,7 @@ describe('coordinator HTTP API: the contract table', () => {
     const expiring = (await acquire(resource, { ttlMs: 100 })).body as LeaseBody;
     await eventually(
       async () => ((await service.call(lockPath(resource))).body as { held: boolean }).held === false,
-      10_000,
-      'the short lease expired',
+      { timeoutMs: 10_000, what: 'the short lease expired' },
     );
     const response = await service.call(lockPath(resource, 'leases', expiring.leaseId), { method: 'DELETE' });
     expect(response.status).toBe(204);
@@ -204,7 +200,7 @@ describe('coordinator HTTP API: the contract table', () => {
   });
 
   it('GET /v1/locks/{resource} tells held and token, never a lease id', async () => {
-    const resource = uniqueResource('inspect');
+    const resource = unique('inspect');
     const free = conforms('GET', LOCK, await service.call(lockPath(resource)));
     expect(free.status).toBe(200);
     expect(free.body).toEqual({ resource, held: false });

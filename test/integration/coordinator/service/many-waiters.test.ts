@@ -4,7 +4,7 @@ import {
   eventually,
   lockPath,
   startTestService,
-  uniqueResource,
+  unique,
   type TestService,
 } from '../../../fixtures/service-fixture.js';
 
@@ -34,8 +34,8 @@ describe('coordinator service: many waiters make no noise', () => {
       return write(chunk, ...rest);
     };
     try {
-      const resource = uniqueResource('many-waiters');
-      const set = [uniqueResource('many-a'), uniqueResource('many-b')];
+      const resource = unique('many-waiters');
+      const set = [unique('many-a'), unique('many-b')];
       const single = await service.call(lockPath(resource, 'leases'), {
         method: 'POST',
         json: { ttlMs: 30_000 },
@@ -81,8 +81,7 @@ describe('coordinator service: many waiters make no noise', () => {
         async () =>
           /fenced_acquires_in_flight (\d+)/.exec((await service.call('/metrics')).text)?.[1] ===
           String(2 * WAITERS),
-        20_000,
-        'every waiter is waiting on the server',
+        { timeoutMs: 20_000, what: 'every waiter is waiting on the server' },
       );
       await service.call(lockPath(resource, 'leases', (single.body as { leaseId: string }).leaseId), {
         method: 'DELETE',

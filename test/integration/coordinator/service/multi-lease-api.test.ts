@@ -4,7 +4,7 @@ import { ResponseValidator } from '../../../fixtures/response-validator.js';
 import {
   lockPath,
   startTestService,
-  uniqueResource,
+  unique,
   type TestResponse,
   type TestService,
 } from '../../../fixtures/service-fixture.js';
@@ -73,7 +73,7 @@ describe('coordinator HTTP API: multi-resource leases', () => {
   }
 
   it('POST /v1/leases grants every resource: 201 with sorted resources, one token each, one lease id', async () => {
-    const [b, a, c] = [uniqueResource('b'), uniqueResource('a'), uniqueResource('c')];
+    const [b, a, c] = [unique('b'), unique('a'), unique('c')];
     const response = await acquire({ resources: [b, a, c], ttlMs: 10_000, waitMs: 0 });
     expect(response.status).toBe(201);
     const lease = response.body as MultiLeaseBody;
@@ -99,7 +99,7 @@ describe('coordinator HTTP API: multi-resource leases', () => {
   });
 
   it('extend keeps every token; DELETE releases every resource and is idempotent', async () => {
-    const resources = [uniqueResource('x'), uniqueResource('y')];
+    const resources = [unique('x'), unique('y')];
     const lease = (await acquire({ resources, ttlMs: 5_000 })).body as MultiLeaseBody;
     const extended = await extend(lease.leaseId, { resources, ttlMs: 20_000 });
     expect(extended.status).toBe(200);
@@ -118,8 +118,8 @@ describe('coordinator HTTP API: multi-resource leases', () => {
   });
 
   it('answers 409 LOCKED when another lease holds a resource, and holds nothing of the request', async () => {
-    const [shared, other] = [uniqueResource('shared'), uniqueResource('other')];
-    const first = (await acquire({ resources: [shared, uniqueResource('first')], ttlMs: 10_000 }))
+    const [shared, other] = [unique('shared'), unique('other')];
+    const first = (await acquire({ resources: [shared, unique('first')], ttlMs: 10_000 }))
       .body as MultiLeaseBody;
     const refused = await acquire({ resources: [other, shared], ttlMs: 10_000, waitMs: 100 });
     expect(refused.status).toBe(409);
@@ -129,7 +129,7 @@ describe('coordinator HTTP API: multi-resource leases', () => {
   });
 
   it('is exclusive with single-resource leases on the same resource, both ways', async () => {
-    const [single, free] = [uniqueResource('single'), uniqueResource('free')];
+    const [single, free] = [unique('single'), unique('free')];
     const one = await service.call(lockPath(single, 'leases'), { method: 'POST', json: { ttlMs: 10_000 } });
     expect(one.status).toBe(201);
     const blocked = await acquire({ resources: [single, free], ttlMs: 10_000 });
@@ -148,7 +148,7 @@ describe('coordinator HTTP API: multi-resource leases', () => {
   });
 
   it('answers LEASE_LOST when one resource was taken over, and releases the rest of the set', async () => {
-    const [taken, kept] = [uniqueResource('taken'), uniqueResource('kept')];
+    const [taken, kept] = [unique('taken'), unique('kept')];
     const lease = (await acquire({ resources: [taken, kept], ttlMs: 10_000 })).body as MultiLeaseBody;
     // One resource released through the single-resource route (same lease id), then granted to someone else.
     await service.call(lockPath(taken, 'leases', lease.leaseId), { method: 'DELETE' });
@@ -165,7 +165,7 @@ describe('coordinator HTTP API: multi-resource leases', () => {
   });
 
   it('validates bodies like the single-resource routes: 400 INVALID_REQUEST, nothing acquired', async () => {
-    const ok = uniqueResource('ok');
+    const ok = unique('ok');
     const tooMany = Array.from({ length: 65 }, (_, i) => `${ok}-${i}`);
     const bad: unknown[] = [
       { ttlMs: 1_000 },

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { LeaseLostError, type ErrorBody, type LeaseResponseBody, type LockStatusBody } from '@fenced/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CoordinatorClient } from '@fenced/coordinator/client';
-import { resourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
+import { resourceKeys } from '../../../fixtures/keys.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { RespConnection } from '@fenced/test-utils/resp-connection';
-import { eventually, lockPath, uniqueResource } from '../../../fixtures/service-fixture.js';
+import { eventually, lockPath, unique } from '../../../fixtures/service-fixture.js';
 import { startServiceProcess, type ServiceProcess } from '../../../fixtures/service-process.js';
 
 // Several service processes over the same Redis nodes, as an operator runs them behind a load balancer. The
@@ -123,7 +123,7 @@ describe('three coordinator processes over the same five Redis nodes', () => {
   }
 
   it('extends and releases through replica 2 a lease acquired through replica 1; replica 3 then grants a larger token', async () => {
-    const resource = uniqueResource('replicas-handover');
+    const resource = unique('replicas-handover');
     const lease = await client(1).acquire(resource, { ttlMs: 10_000 });
 
     const extended = await call<LeaseResponseBody>(
@@ -166,7 +166,7 @@ describe('three coordinator processes over the same five Redis nodes', () => {
   });
 
   it('wakes a waiter on replica 2 when the holder from replica 1 is released through replica 3', async () => {
-    const resource = uniqueResource('replicas-wake');
+    const resource = unique('replicas-wake');
     const TTL_MS = 30_000;
     const holderSentAt = performance.now();
     const holder = await client(1).acquire(resource, { ttlMs: TTL_MS });
@@ -175,11 +175,10 @@ describe('three coordinator processes over the same five Redis nodes', () => {
     waiting.catch(() => undefined);
     // Replica 2 subscribes to the release channel only after its first attempt was refused: from then on it
     // is waiting. Nobody else listens on that channel (the holder does not wait).
-    await eventually(
-      async () => (await nodesWithSubscribers(resource)) >= 3,
-      20_000,
-      'replica 2 waits on the release channel of a majority of nodes',
-    );
+    await eventually(async () => (await nodesWithSubscribers(resource)) >= 3, {
+      timeoutMs: 20_000,
+      what: 'replica 2 waits on the release channel of a majority of nodes',
+    });
 
     const released = await call<null>(replica(3), 'DELETE', lockPath(resource, 'leases', holder.id));
     expect(released.status).toBe(204);
@@ -198,8 +197,8 @@ describe('three coordinator processes over the same five Redis nodes', () => {
 
   it('keeps the leases of a replica killed with SIGKILL until their ttl; the other replicas stay ready and grant them after', async () => {
     const TTL_MS = 8_000;
-    const kept = uniqueResource('replicas-killed-kept');
-    const raw = uniqueResource('replicas-killed-raw');
+    const kept = unique('replicas-killed-kept');
+    const raw = unique('replicas-killed-raw');
 
     const keptSentAt = performance.now();
     const lost: unknown[] = [];
@@ -258,11 +257,10 @@ describe('three coordinator processes over the same five Redis nodes', () => {
     expect(rawGrantedBy - rawSentAt).toBeGreaterThanOrEqual(rawGrant.body.validityMs);
 
     // The client that held a lease through the dead replica could not extend it, and reported it lost.
-    await eventually(
-      () => Promise.resolve(keptLease.signal.aborted),
-      10_000,
-      'the kept lease is reported lost',
-    );
+    await eventually(() => Promise.resolve(keptLease.signal.aborted), {
+      timeoutMs: 10_000,
+      what: 'the kept lease is reported lost',
+    });
     expect(keptLease.signal.reason).toBeInstanceOf(LeaseLostError);
     expect(lost).toHaveLength(1);
 

@@ -6,7 +6,7 @@ import {
   eventually,
   lockPath,
   startTestService,
-  uniqueResource,
+  unique,
   type TestService,
 } from '../../../fixtures/service-fixture.js';
 
@@ -56,19 +56,17 @@ describe('coordinator service: disconnects during a wait, graceful shutdown, the
       ...(signal ? { signal } : {}),
     });
     response.catch(() => undefined);
-    await eventually(
-      async () => (await metric(target, 'fenced_acquires_in_flight')) > inFlight,
-      10_000,
-      'the acquire is waiting on the server',
-    );
+    await eventually(async () => (await metric(target, 'fenced_acquires_in_flight')) > inFlight, {
+      timeoutMs: 10_000,
+      what: 'the acquire is waiting on the server',
+    });
     return { response };
   }
 
   async function expectFree(resource: string): Promise<void> {
     await eventually(
       async () => ((await service.call(lockPath(resource))).body as { held: boolean }).held === false,
-      10_000,
-      'the resource is free',
+      { timeoutMs: 10_000, what: 'the resource is free' },
     );
     const fresh = await service.call(lockPath(resource, 'leases'), { method: 'POST', json: { ttlMs: 1000 } });
     expect(fresh.status).toBe(201);
@@ -78,7 +76,7 @@ describe('coordinator service: disconnects during a wait, graceful shutdown, the
   }
 
   it('cancels the wait of a client that disconnects, leaving no lease held', async () => {
-    const resource = uniqueResource('disconnect');
+    const resource = unique('disconnect');
     const holder = await hold(service, resource);
     const before = await metric(service, 'fenced_lease_denials_total', 'reason="client_disconnected"');
     const controller = new AbortController();
@@ -88,8 +86,7 @@ describe('coordinator service: disconnects during a wait, graceful shutdown, the
     await eventually(
       async () =>
         (await metric(service, 'fenced_lease_denials_total', 'reason="client_disconnected"')) === before + 1,
-      10_000,
-      'the server noticed the disconnect',
+      { timeoutMs: 10_000, what: 'the server noticed the disconnect' },
     );
     // The waiter is gone: when the holder releases, nobody gets the lease.
     expect((await service.call(lockPath(resource, 'leases', holder), { method: 'DELETE' })).status).toBe(204);
@@ -100,7 +97,7 @@ describe('coordinator service: disconnects during a wait, graceful shutdown, the
     // The release of the holder and the disconnect of the waiter race: whichever wins, the waiter must end up
     // holding nothing (either its wait was cancelled, or its late grant was released by the server).
     for (let round = 0; round < 5; round++) {
-      const resource = uniqueResource(`race-${round}`);
+      const resource = unique(`race-${round}`);
       const holder = await hold(service, resource);
       const cancelled = await metric(service, 'fenced_lease_denials_total', 'reason="client_disconnected"');
       const releasedLate = await metric(service, 'fenced_lease_grants_released_after_disconnect_total');
@@ -118,15 +115,14 @@ describe('coordinator service: disconnects during a wait, graceful shutdown, the
             (await metric(service, 'fenced_lease_grants_released_after_disconnect_total')) -
             releasedLate >=
           1,
-        10_000,
-        'the server handled the disconnect',
+        { timeoutMs: 10_000, what: 'the server handled the disconnect' },
       );
       await expectFree(resource); // the orphan lease had a 60 s TTL: free within the bound means released
     }
   });
 
   it('shuts down gracefully: waiting acquires get 503, held leases stay, new connections are refused', async () => {
-    const resource = uniqueResource('shutdown');
+    const resource = unique('shutdown');
     const stopping = await startTestService(redis.urls);
     const holder = await hold(stopping, resource);
     const { response } = await startWaiting(stopping, resource);

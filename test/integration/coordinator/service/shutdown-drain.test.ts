@@ -3,7 +3,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { eventually, lockPath, startTestService, uniqueResource } from '../../../fixtures/service-fixture.js';
+import { eventually, lockPath, startTestService, unique } from '../../../fixtures/service-fixture.js';
 
 const SERVER_ENTRY = fileURLToPath(
   new URL('../../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),
@@ -42,7 +42,7 @@ class SteadyStream {
   }
 
   private async worker(worker: number): Promise<void> {
-    const resource = uniqueResource(`drain-${worker}`);
+    const resource = unique(`drain-${worker}`);
     for (;;) {
       try {
         const granted = await this.send('POST', lockPath(resource, 'leases'), '{"ttlMs":10000}');
@@ -125,7 +125,10 @@ describe('coordinator service: shutdown under a steady keep-alive load', () => {
     const idleAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const before = await get(idleAgent, `${service.url}/healthz`);
     expect(before.connection).toBe('keep-alive');
-    await eventually(() => Promise.resolve(stream.cycles >= 100), 30_000, '100 cycles before the shutdown');
+    await eventually(() => Promise.resolve(stream.cycles >= 100), {
+      timeoutMs: 30_000,
+      what: '100 cycles before the shutdown',
+    });
 
     stream.draining = true;
     const closed = service.close();
@@ -158,7 +161,10 @@ describe('coordinator service: shutdown under a steady keep-alive load', () => {
     try {
       const port = await listeningPort(child);
       const stream = new SteadyStream(new URL(`http://127.0.0.1:${port}`));
-      await eventually(() => Promise.resolve(stream.cycles >= 100), 30_000, '100 cycles before SIGTERM');
+      await eventually(() => Promise.resolve(stream.cycles >= 100), {
+        timeoutMs: 30_000,
+        what: '100 cycles before SIGTERM',
+      });
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       await stream.finished();

@@ -8,12 +8,7 @@ import { CoordinatorClient } from '@fenced/coordinator/client';
 import { PROOF_PATTERN, leaseIdDigest, verifyProof, type LeaseResponseBody } from '@fenced/shared';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { ResponseValidator } from '../../../fixtures/response-validator.js';
-import {
-  lockPath,
-  startTestService,
-  uniqueResource,
-  type TestService,
-} from '../../../fixtures/service-fixture.js';
+import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
 
 // Signed leases (DESIGN §4b) from the library, the service and the typed client, on real Redis.
 describe('signed leases', () => {
@@ -52,7 +47,7 @@ describe('signed leases', () => {
   it('library: every lease carries a proof for its resource, token and id; extend keeps it', async () => {
     const coordinator = new Coordinator({ nodes: redis.urls, signingKey: { id: 'svc-1', privateKey: pem } });
     try {
-      const lease = await coordinator.acquire(uniqueResource('lib'), { ttlMs: 5_000 });
+      const lease = await coordinator.acquire(unique('lib'), { ttlMs: 5_000 });
       expect(lease.proof).toMatch(PROOF_PATTERN);
       expect(verifies(lease)).toBe('svc-1');
       const before = lease.proof;
@@ -70,7 +65,7 @@ describe('signed leases', () => {
   it('library: without a signing key a lease has no proof (the default)', async () => {
     const coordinator = new Coordinator({ nodes: redis.urls });
     try {
-      const lease = await coordinator.acquire(uniqueResource('lib-off'), { ttlMs: 5_000 });
+      const lease = await coordinator.acquire(unique('lib-off'), { ttlMs: 5_000 });
       expect(lease.proof).toBeUndefined();
       await lease.release();
     } finally {
@@ -82,7 +77,7 @@ describe('signed leases', () => {
     const validator = new ResponseValidator(
       (await service.call('/openapi.json')).body as Record<string, unknown>,
     );
-    const resource = uniqueResource('svc');
+    const resource = unique('svc');
     const acquired = await service.call(lockPath(resource, 'leases'), {
       method: 'POST',
       json: { ttlMs: 5_000 },
@@ -114,7 +109,7 @@ describe('signed leases', () => {
   });
 
   it('service without a key: lease responses carry no proof', async () => {
-    const resource = uniqueResource('svc-off');
+    const resource = unique('svc-off');
     const acquired = await unsigned.call(lockPath(resource, 'leases'), {
       method: 'POST',
       json: { ttlMs: 5_000 },
@@ -126,14 +121,14 @@ describe('signed leases', () => {
 
   it('client: lease.proof is exposed and kept across extensions', async () => {
     const client = new CoordinatorClient({ baseUrl: service.url });
-    const lease = await client.acquire(uniqueResource('client'), { ttlMs: 5_000 });
+    const lease = await client.acquire(unique('client'), { ttlMs: 5_000 });
     expect(verifies(lease)).toBe('svc-1');
     const proof = lease.proof;
     await lease.extend(8_000);
     expect(lease.proof).toBe(proof);
     expect(JSON.stringify(lease)).not.toContain(proof!);
     await lease.release();
-    const plain = await new CoordinatorClient({ baseUrl: unsigned.url }).acquire(uniqueResource('c-off'), {
+    const plain = await new CoordinatorClient({ baseUrl: unsigned.url }).acquire(unique('c-off'), {
       ttlMs: 5_000,
     });
     expect(plain.proof).toBeUndefined();

@@ -7,35 +7,37 @@
 // proposal's time-derived guess, so only the registers and the floor can lift a new grant above them.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type CoordinatorOptions } from '@fenced/coordinator';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { Coordinator } from '@fenced/coordinator';
+import { type CoordinatorOptions } from '@fenced/coordinator';
+import {
+  keysOf,
+  nodeKeysOf,
+  startCoordinatorFixture,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
 
-let env: RedisNodes;
 let raw: Redis[];
-const coordinators: Coordinator[] = [];
+let cluster: CoordinatorFixture;
 /** Far above `Date.now() << 20` (about 2^60.6): a fresh proposer's first guess is below it. */
 const HIGH = 1n << 62n;
 
 function coordinator(options: Omit<CoordinatorOptions, 'nodes'>): Coordinator {
-  const c = new Coordinator({ nodes: env.urls, ...options });
-  coordinators.push(c);
-  return c;
+  return cluster.another(options);
 }
 
 beforeAll(async () => {
-  env = await startRedisNodes(3);
-  raw = env.urls.map((url) => new Redis(url));
+  cluster = await startCoordinatorFixture(3, { coordinator: false });
+  ({ raw } = cluster);
 });
 
 afterEach(async () => {
-  await Promise.all(coordinators.splice(0).map((c) => c.close()));
+  await cluster.closeOthers();
 });
 
 afterAll(async () => {
-  raw?.forEach((r) => r.disconnect());
-  await env?.stop();
+  await cluster?.close();
 });
 
 describe('the per-node floor (mutants 12, 13)', () => {
@@ -43,7 +45,7 @@ describe('the per-node floor (mutants 12, 13)', () => {
     const keyPrefix = `floor-${randomUUID().slice(0, 8)}`;
     const c = coordinator({ keyPrefix });
     await c.ready();
-    for (const r of raw) await r.set(`${keyPrefix}:node:floor`, HIGH.toString());
+    for (const r of raw) await r.set(nodeKeysOf(keyPrefix).floor, HIGH.toString());
 
     const lease = await c.acquire('never-used-before', { ttlMs: 2_000 });
 
@@ -54,7 +56,7 @@ describe('the per-node floor (mutants 12, 13)', () => {
   it('keeps a later token above a register that was folded away while the resource was idle', async () => {
     const keyPrefix = `fold-${randomUUID().slice(0, 8)}`;
     const resource = 'idle-resource';
-    const registerKey = `${keyPrefix}:{${resource}}:token`;
+    const registerKey = keysOf(resource, keyPrefix).token;
     // Retention 1 s: fold passes every second take registers idle for at least 2 s (OBJECT IDLETIME is whole
     // seconds); this coordinator runs them in the background.
     const folder = coordinator({ keyPrefix, maxTtlMs: 1_000, tokenRetentionMs: 1_000 });

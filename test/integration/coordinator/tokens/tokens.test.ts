@@ -1,28 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Coordinator, TokenExhaustedError, type Lease } from '@fenced/coordinator';
 import { MAX_TOKEN, QuorumUnavailableError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  keysOf,
+  nodeKeysOf,
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
 import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
 import { quorumOf } from '../../../../packages/coordinator/src/redlock/quorum.js';
 
 let env: RedisNodes;
 let raw: Redis[];
-const unique = (name: string): string => `${name}-${randomUUID()}`;
-const tokenKey = (resource: string): string => `fenced:{${resource}}:token`;
-
-/** Clients the test controls (offline queue off, so a killed node fails at once instead of queueing). */
-function client(url: string): Redis {
-  const redis = new Redis(url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => 20,
-  });
-  redis.on('error', () => undefined); // nodes are killed on purpose
-  return redis;
-}
+let cluster: CoordinatorFixture;
+const tokenKey = (resource: string): string => keysOf(resource).token;
 
 async function ready(redis: Redis): Promise<void> {
   while (redis.status !== 'ready') await sleep(20);
@@ -52,14 +48,18 @@ async function restoreAll(): Promise<void> {
 }
 
 beforeAll(async () => {
-  env = await startRedisNodes(5, { useExisting: false });
-  raw = env.urls.map(client);
+  cluster = await startCoordinatorFixture(5, {
+    redis: { useExisting: false },
+    coordinator: false,
+    // Clients the test controls (offline queue off, so a killed node fails at once instead of queueing).
+    raw: { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 20 },
+  });
+  ({ env, raw } = cluster);
   await Promise.all(raw.map(ready));
 });
 
 afterAll(async () => {
-  raw?.forEach((r) => r.disconnect());
-  await env?.stop();
+  await cluster?.close();
 });
 
 describe('fencing tokens on real nodes', () => {
@@ -162,17 +162,12 @@ describe('fencing tokens on real nodes', () => {
 
   it('compares registers as decimal strings inside Lua (length first, then digits; no doubles)', async () => {
     const redis = raw[0]!;
-    await redis.set('fenced:node:incarnation', (await redis.get('fenced:node:incarnation')) ?? 'test');
+    await redis.set(nodeKeysOf().incarnation, (await redis.get(nodeKeysOf().incarnation)) ?? 'test');
     await loadScripts(redis);
     const promise = async (cur: string, t: string): Promise<unknown> => {
       const resource = unique('lua');
       await redis.set(tokenKey(resource), cur);
-      const keys = [
-        'fenced:node:incarnation',
-        'fenced:node:floor',
-        `fenced:{${resource}}:lease`,
-        tokenKey(resource),
-      ];
+      const keys = [nodeKeysOf().incarnation, nodeKeysOf().floor, keysOf(resource).lease, tokenKey(resource)];
       return runScript(redis, 'promise', keys, ['lease-id-0123456789', t]);
     };
     expect(await promise('99', '100')).toEqual([1, '100']); // longer is larger
