@@ -1,7 +1,7 @@
 import { StaleTokenError } from '@fenced/shared';
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
+import type { GuardedStore } from '@fenced/guarded-store';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {

@@ -5,7 +5,7 @@ import {
   GuardedStore,
   MigrationMissingError,
   createDatabase,
-} from '../../../packages/guarded-store/src/index.js';
+} from '@fenced/guarded-store';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 import { createTestSchema, type TestSchema } from '@fenced/test-utils/postgres';
 

@@ -2,7 +2,7 @@ import { FENCING_LEASE_ID_HEADER, FENCING_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER }
 import express, { type Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fencedErrorHandler, fencedWrites, guardedWrite } from '../../../packages/guarded-store/src/index.js';
+import { fencedErrorHandler, fencedWrites, guardedWrite } from '@fenced/guarded-store';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {

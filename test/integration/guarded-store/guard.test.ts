@@ -7,7 +7,7 @@ import {
   ReadOnlyTransactionError,
   type FenceLike,
   type GuardedStore,
-} from '../../../packages/guarded-store/src/index.js';
+} from '@fenced/guarded-store';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {

@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { InvalidProofError, StaleTokenError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type MultiLease } from '../../../packages/coordinator/src/index.js';
-import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
+import { Coordinator, type MultiLease } from '@fenced/coordinator';
+import type { GuardedStore } from '@fenced/guarded-store';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 

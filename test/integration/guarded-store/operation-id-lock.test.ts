@@ -9,7 +9,7 @@
 // Kills mutant 07 of test/mutants/ (docs/mutation-testing.md).
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
+import type { GuardedStore } from '@fenced/guarded-store';
 import {
   createStoreFixture,
   eventually,

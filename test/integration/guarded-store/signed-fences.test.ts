@@ -4,8 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidProofError, InvalidRequestError, MAX_TOKEN, type InvalidProofReason } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
-import { GuardedStore, createDatabase, type FenceLike } from '../../../packages/guarded-store/src/index.js';
+import { Coordinator, type Lease } from '@fenced/coordinator';
+import { GuardedStore, createDatabase, type FenceLike } from '@fenced/guarded-store';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 

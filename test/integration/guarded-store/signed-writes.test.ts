@@ -8,8 +8,8 @@ import {
 import express, { type Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
-import { fencedErrorHandler, fencedWrites, guardedWrite } from '../../../packages/guarded-store/src/index.js';
+import { Coordinator, type Lease } from '@fenced/coordinator';
+import { fencedErrorHandler, fencedWrites, guardedWrite } from '@fenced/guarded-store';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 

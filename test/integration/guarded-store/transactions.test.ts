@@ -8,7 +8,7 @@ import {
   TransactionAbortedError,
   createDatabase,
   type GuardedStoreOptions,
-} from '../../../packages/guarded-store/src/index.js';
+} from '@fenced/guarded-store';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 /**

@@ -12,7 +12,7 @@ import {
   ConnectionLostError,
   LockTimeoutError,
   ReadOnlyTransactionError,
-} from '../../../packages/guarded-store/src/index.js';
+} from '@fenced/guarded-store';
 import { storeHttpError as toHttpError } from '../../../packages/guarded-store/src/middleware/http-errors.js';
 
 describe("the write middleware's error answers", () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_GUARDED_STORE_OPTIONS,
   resolveGuardedStoreOptions,
-} from '../../../packages/guarded-store/src/index.js';
+} from '@fenced/guarded-store';
 
 describe('resolveGuardedStoreOptions', () => {
   it('fills in the defaults and freezes the result', () => {

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { InvalidRequestError, leaseIdDigest, verifyProof } from '@fenced/shared';
-import { Coordinator } from '../../../../packages/coordinator/src/index.js';
+import { Coordinator } from '@fenced/coordinator';
 import { LeaseSigner, createLeaseSigner } from '../../../../packages/coordinator/src/signing/lease-signer.js';
 
 const pair = generateKeyPairSync('ed25519');
