@@ -5,8 +5,13 @@ import { CoordinatorClient } from '@fenced/coordinator/client';
 import { resourceKeys } from '../../../fixtures/keys.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { RespConnection } from '@fenced/test-utils/resp-connection';
-import { eventually, lockPath, unique } from '../../../fixtures/service-fixture.js';
-import { startServiceProcess, type ServiceProcess } from '../../../fixtures/service-process.js';
+import {
+  eventually,
+  lockPath,
+  startServiceProcess,
+  unique,
+  type ServiceProcess,
+} from '../../../fixtures/service-fixture.js';
 
 // Several service processes over the same Redis nodes, as an operator runs them behind a load balancer. The
 // service keeps no state of its own (DESIGN §5): a lease is its id and the nodes' keys, so any replica can
