@@ -1,11 +1,7 @@
 import { StaleTokenError } from '@fenced/shared';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  GuardedStore,
-  MigrationMissingError,
-  createDatabase,
-} from '@fenced/guarded-store';
+import { GuardedStore, MigrationMissingError, createDatabase } from '@fenced/guarded-store';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 import { createTestSchema, type TestSchema } from '@fenced/test-utils/postgres';
 
