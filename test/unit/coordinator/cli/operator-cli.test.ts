@@ -48,7 +48,7 @@ describe('fenced-coordinator command line', () => {
 
   it('prints its version with --version and -V, and names no repository-only script in any help', async () => {
     const manifest = JSON.parse(
-      readFileSync(new URL('../../../packages/coordinator/package.json', import.meta.url), 'utf8'),
+      readFileSync(new URL('../../../../packages/coordinator/package.json', import.meta.url), 'utf8'),
     ) as { version: string };
     for (const flag of ['--version', '-V']) {
       const result = await cli([flag]);

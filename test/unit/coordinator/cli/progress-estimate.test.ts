@@ -1,7 +1,10 @@
 // The operator commands' progress lines: one per phase change, then at most one per interval while a phase
 // lasts, with done/total and the time left estimated from the rate since the phase began, or the time spent.
 import { describe, expect, it } from 'vitest';
-import { ProgressEstimate, formatDuration } from '../../../../packages/coordinator/src/cli/progress-estimate.js';
+import {
+  ProgressEstimate,
+  formatDuration,
+} from '../../../../packages/coordinator/src/cli/progress-estimate.js';
 
 function withClock() {
   let now = 1_000;
