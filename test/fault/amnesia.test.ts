@@ -16,8 +16,9 @@ import type { Coordinator, Lease } from '@fenced/coordinator';
 import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
+import { incarnationKey, resourceKeys, tokenKeyPattern } from '../fixtures/keys.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, seedRegistersAhead, tokenKey, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, seedRegistersAhead, tokenKey, unique } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
 
@@ -52,8 +53,7 @@ async function links(urls: readonly string[]): Promise<FaultProxies> {
   return set;
 }
 
-const incarnationKey = (prefix: string): string => `${prefix}:node:incarnation`;
-const leaseKey = (prefix: string, resource: string): string => `${prefix}:{${resource}}:lease`;
+const leaseKey = (prefix: string, resource: string): string => resourceKeys(prefix, resource).lease;
 
 /** A fresh key namespace over `urls`, initialised as a brand-new cluster by its first coordinator. */
 async function freshCluster(urls: readonly string[]): Promise<{ prefix: string; raw: Redis[] }> {
@@ -78,7 +78,7 @@ async function keysOf(client: Redis, pattern: string): Promise<string[]> {
 
 /** Whether the node holds any token register under the prefix (a repair has copied into it). */
 async function hasRegisters(client: Redis, prefix: string): Promise<boolean> {
-  return (await keysOf(client, `${prefix}:{*}:token`).catch(() => [])).length > 0;
+  return (await keysOf(client, tokenKeyPattern(prefix)).catch(() => [])).length > 0;
 }
 
 async function votesAgain(client: Redis, prefix: string): Promise<boolean> {
@@ -98,7 +98,7 @@ async function repairByHandBeforeSitOut(
   const maxima = new Map<string, bigint>();
   for (const source of sources) {
     const keys = (await keysOf(source, `${prefix}:*`)).filter(
-      (k) => !k.endsWith(':lease') && !k.startsWith(`${prefix}:node:incarnation`) && !k.endsWith(':repair'),
+      (k) => !k.endsWith(':lease') && !k.startsWith(incarnationKey(prefix)) && !k.endsWith(':repair'),
     );
     if (keys.length === 0) continue;
     const values = await source.mget(...keys);
@@ -207,7 +207,7 @@ interface InFlightCase {
 async function inFlightAcrossRestart(c: InFlightCase): Promise<{ verdict: Verdict; notes: string }> {
   const urls = world.urls.slice(0, 3);
   const { prefix, raw } = await freshCluster(urls);
-  const resource = uniqueResource('f19');
+  const resource = unique('f19');
   await world.ensureCounter(resource);
   const history = new History();
   const notes: string[] = [];
@@ -336,7 +336,7 @@ describe('two nodes restarted empty at once in a five-node cluster, other proces
    */
   async function twoEmptyNodes(): Promise<{ verdict: Verdict; notes: string }> {
     const { prefix, raw } = await freshCluster(world.urls);
-    const resource = uniqueResource('f22');
+    const resource = unique('f22');
     await world.ensureCounter(resource);
     const ahead = await seedRegistersAhead(raw, resource, prefix);
     const history = new History();
@@ -415,7 +415,7 @@ describe('two nodes restarted empty at once in a five-node cluster, other proces
   async function inFlightFirstGrant(): Promise<{ verdict: Verdict; notes: string }> {
     const urls = world.urls.slice(0, 3);
     const { prefix, raw } = await freshCluster(urls);
-    const resource = uniqueResource('f22-fresh');
+    const resource = unique('f22-fresh');
     await world.ensureCounter(resource);
     const history = new History();
 

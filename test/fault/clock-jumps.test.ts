@@ -6,7 +6,7 @@ import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
-import { FaultWorld, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, unique } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, sleep, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
 
@@ -66,7 +66,7 @@ describe('a node clock jumping forward while a client is cut off (F4)', () => {
    * then A, which still believes it holds the lease, increments.
    */
   async function twoMajorities(mode: WriteMode): Promise<Verdict> {
-    const resource = uniqueResource('f4');
+    const resource = unique('f4');
     await world.ensureCounter(resource);
     const history = new History();
     const aLinks = await linksCutFrom([3, 4]);
@@ -109,7 +109,7 @@ describe('clocks jumping backward (F5)', () => {
    * late write follows B's.
    */
   async function nodeClockBackward(mode: WriteMode): Promise<Verdict> {
-    const resource = uniqueResource('f5-node');
+    const resource = unique('f5-node');
     await world.ensureCounter(resource);
     const history = new History();
     const c = world.coordinator();
@@ -147,7 +147,7 @@ describe('clocks jumping backward (F5)', () => {
    * time-derived guess as its token, as a clock-based token scheme would.
    */
   async function clientClockBackward(protection: 'protected' | 'clock-tokens'): Promise<Verdict> {
-    const resource = uniqueResource('f5-client');
+    const resource = unique('f5-client');
     await world.ensureCounter(resource);
     const history = new History();
     await clientClock.set(-3_600_000, { clocks: 'realtime' });

@@ -2,7 +2,7 @@
 // outlive their leases now and then, so holders overlap.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { History } from '@fenced/test-utils/history';
-import { FaultWorld, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, unique } from './support/fault-world.js';
 import { judge, type Verdict } from './support/verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
 
@@ -24,7 +24,7 @@ afterAll(async () => {
  * next holder starts while the last one is still inside.
  */
 async function storm(protection: Protection): Promise<Verdict> {
-  const resource = uniqueResource('f15');
+  const resource = unique('f15');
   await world.ensureCounter(resource);
   const history = new History();
   const clients: WorkloadClient[] = [];

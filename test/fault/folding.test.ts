@@ -15,6 +15,7 @@ import { Coordinator } from '@fenced/coordinator';
 import { loadScripts, runScript } from '../../packages/coordinator/src/scripts/scripts.js';
 import { checkTokens } from '@fenced/test-utils/checkers';
 import { History } from '@fenced/test-utils/history';
+import { keysOf, nodeKeysOf, tokenKeyPattern } from '../fixtures/keys.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { seededRandom } from '@fenced/test-utils/seeded-random';
 import { recordedAcquire, recordedRelease, sleep } from './support/verdict.js';
@@ -42,7 +43,7 @@ async function foldingRun(fold: 'atomic-into-floor' | 'delete-only', seed: numbe
   const ahead = (BigInt(Date.now()) << 21n) + 1_000n;
   await Promise.all(
     raw.map((client) =>
-      Promise.all(resources.map((r) => client.set(`${prefix}:{${r}}:token`, ahead.toString()))),
+      Promise.all(resources.map((r) => client.set(keysOf(r, prefix).token, ahead.toString()))),
     ),
   );
   await Promise.all(raw.map((client) => loadScripts(client)));
@@ -62,16 +63,16 @@ async function foldingRun(fold: 'atomic-into-floor' | 'delete-only', seed: numbe
               const reply = (await runScript(
                 client,
                 'fold',
-                [`${prefix}:node:incarnation`, `${prefix}:node:floor`, `${prefix}:node:fold`],
-                [cursor, 100, `${prefix}:{*}:token`, 0, 1],
+                [nodeKeysOf(prefix).incarnation, nodeKeysOf(prefix).floor, nodeKeysOf(prefix).foldLock],
+                [cursor, 100, tokenKeyPattern(prefix), 0, 1],
               )) as [number, string?];
               cursor = reply[0] === 1 ? reply[1]! : '0';
             } while (cursor !== '0');
           } else {
             // The broken fold: the register goes, the floor does not rise.
             for (const r of resources) {
-              if ((await client.exists(`${prefix}:{${r}}:lease`)) === 0)
-                await client.del(`${prefix}:{${r}}:token`);
+              if ((await client.exists(keysOf(r, prefix).lease)) === 0)
+                await client.del(keysOf(r, prefix).token);
             }
           }
         } catch {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkGrantedTokens, combine } from '@fenced/test-utils/checkers';
 import { History } from '@fenced/test-utils/history';
 import { recordedIncrement, type Increment } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, uniqueResource, type CounterDb } from './support/fault-world.js';
+import { FaultWorld, leaseRef, unique, type CounterDb } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, type Verdict } from './support/verdict.js';
 
 const key = generateKeyPairSync('ed25519');
@@ -60,8 +60,8 @@ async function attempt(
  */
 async function forgedTokens(protection: Protection): Promise<{ verdict: Verdict; history: History }> {
   const store = protection === 'verified' ? verifying : trusting;
-  const target = uniqueResource('f20');
-  const other = uniqueResource('f20-other');
+  const target = unique('f20');
+  const other = unique('f20-other');
   await world.ensureCounter(target);
   await world.ensureCounter(other);
   const history = new History();

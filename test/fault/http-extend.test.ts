@@ -11,9 +11,9 @@ import {
   startTestService,
   type TestResponse,
   type TestService,
-} from '../integration/http/service-harness.js';
+} from '../fixtures/service-fixture.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, leaseRef, seedRegistersAhead, unique } from './support/fault-world.js';
 import { judge, sleep, until, type Verdict } from './support/verdict.js';
 
 let world: FaultWorld;
@@ -135,7 +135,7 @@ async function httpRelease(history: History, process: string, lease: HttpLease):
  * by releasing and acquiring again, which mints a new token that it reports as the same lease's.
  */
 async function extendsThroughTheService(how: 'extend' | 'reacquire'): Promise<Verdict> {
-  const resource = uniqueResource('http-extend');
+  const resource = unique('http-extend');
   await world.ensureCounter(resource);
   await seedRegistersAhead(await world.connectedClients(world.urls), resource);
   const history = new History();

@@ -3,8 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyEach } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
+import { keysOf } from '../fixtures/keys.js';
 import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, leaseRef, unique } from './support/fault-world.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 
 let world: FaultWorld;
@@ -26,7 +27,7 @@ afterAll(async () => {
 async function lateExtendAndRelease(
   protectedRun: boolean,
 ): Promise<{ verdict: Verdict; heldBy: bigint | undefined; bToken: bigint }> {
-  const resource = uniqueResource('f11');
+  const resource = unique('f11');
   await world.ensureCounter(resource);
   const history = new History();
   const mode: WriteMode = protectedRun ? 'guarded' : 'unguarded';
@@ -55,7 +56,7 @@ async function lateExtendAndRelease(
       await recordedRelease(history, 'A', aLease);
       await extend;
     } else {
-      for (const r of aRaw) void r.del(`fenced:{${resource}}:lease`).catch(() => undefined);
+      for (const r of aRaw) void r.del(keysOf(resource).lease).catch(() => undefined);
     }
     await until('A’s commands waiting in the network', () =>
       links.proxies.every((p) => p.stats.queuedBytes > 0),

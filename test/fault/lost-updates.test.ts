@@ -2,7 +2,7 @@
 // stale by the time it is written back: the lost-update counter must catch it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { History } from '@fenced/test-utils/history';
-import { FaultWorld, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, unique } from './support/fault-world.js';
 import { judge, type Verdict } from './support/verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
 
@@ -18,7 +18,7 @@ afterAll(async () => {
 
 /** Four clients; each critical section spends twice its lease between its read and its write. */
 async function overlappingReadModifyWrite(protection: Protection): Promise<Verdict> {
-  const resource = uniqueResource('f18');
+  const resource = unique('f18');
   await world.ensureCounter(resource);
   const history = new History();
   const clients: WorkloadClient[] = ['A', 'B', 'C', 'D'].map((name) => ({

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnsafeNodeError } from '@fenced/coordinator';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
+import { keysOf, nodeKeysOf } from '../fixtures/keys.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, seedRegistersAhead, unique } from './support/fault-world.js';
 import {
   guardedCriticalSections,
   judge,
@@ -36,7 +37,7 @@ afterAll(async () => {
 
 describe('nodes that may evict token registers (F14)', () => {
   it('are refused by the start-up checks: with a majority of them nothing is granted', async () => {
-    const resource = uniqueResource('f14-refused');
+    const resource = unique('f14-refused');
     const history = new History();
     const coordinator = world.coordinator({ keyPrefix: `f14-${randomUUID().slice(0, 8)}` });
     const error: unknown = await coordinator.ready().catch((e: unknown) => e);
@@ -58,7 +59,7 @@ describe('nodes that may evict token registers (F14)', () => {
   async function evicted(detection: boolean): Promise<Verdict> {
     const keyPrefix = `f14-${randomUUID().slice(0, 8)}`;
     const options = { keyPrefix, unsafeAllowUnsafeNodes: true };
-    const resource = uniqueResource('f14');
+    const resource = unique('f14');
     await world.ensureCounter(resource);
     const history = new History();
     const raw = await world.connectedClients(world.urls);
@@ -71,14 +72,14 @@ describe('nodes that may evict token registers (F14)', () => {
     await guardedCriticalSections(world, history, 'A', a, resource, 3);
     await world.closeCoordinator(a);
 
-    const incarnation = `${keyPrefix}:node:incarnation`;
+    const incarnation = nodeKeysOf(keyPrefix).incarnation;
     for (const i of EVICTING) {
       const node = raw[i]!;
       // Memory pressure: with maxmemory at one byte, the next write makes Redis evict every key it can.
       await node.config('SET', 'maxmemory', '1');
       await node.set('pressure', 'x').catch(() => undefined); // OOM once nothing is left to evict
       await node.config('SET', 'maxmemory', '0');
-      expect(await node.exists(`${keyPrefix}:{${resource}}:token`)).toBe(0);
+      expect(await node.exists(keysOf(resource, keyPrefix).token)).toBe(0);
       if (!detection) await node.set(incarnation, 'pretend-nothing-happened');
     }
 

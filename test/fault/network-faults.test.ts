@@ -13,7 +13,7 @@ import {
   recordedIncrement,
   writeCounter,
 } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, leaseRef, seedRegistersAhead, unique } from './support/fault-world.js';
 import { NaiveTokenSource } from './support/naive-token-source.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
@@ -63,7 +63,7 @@ async function everyNodeVotes(coordinator: Coordinator): Promise<void> {
 
 describe('a guarded write held in the network past the ttl (F3)', () => {
   async function writeHeldPastTtl(protection: 'protected' | 'no-guard'): Promise<Verdict> {
-    const resource = uniqueResource('f3');
+    const resource = unique('f3');
     await world.ensureCounter(resource);
     const history = new History();
     const mode = protection === 'protected' ? 'guarded' : 'unguarded';
@@ -112,7 +112,7 @@ describe('partitions: minority, shifting minorities, majority, an isolated clien
    * phases are defined by the work done in them, not by time.
    */
   async function partitionSchedule(protection: Protection): Promise<Verdict> {
-    const resource = uniqueResource('f8');
+    const resource = unique('f8');
     await world.ensureCounter(resource);
     await seedRegistersAhead(await world.connectedClients(world.urls), resource);
     const history = new History();
@@ -173,7 +173,7 @@ describe('a client cut off from a majority while the resource is held (F8)', () 
   // snapshot at the decision), so the caller sees QUORUM_UNAVAILABLE (after retrying within waitMs, since
   // timed-out nodes may answer again), never LOCKED: nobody showed that another holder has a majority.
   it('fails with QuorumUnavailableError, not LockedError after waiting', async () => {
-    const resource = uniqueResource('f8-majority-held');
+    const resource = unique('f8-majority-held');
     const holder = world.coordinator();
     const lease = await holder.acquire(resource, { ttlMs: 3_000 });
     const cut = await links();
@@ -201,7 +201,7 @@ describe('requests applied whose replies were lost (F9)', () => {
    * read while it held the lease, in the negative control's unguarded read-modify-write.
    */
   async function repliesLost(protection: 'protected' | 'no-guard'): Promise<Verdict> {
-    const resource = uniqueResource('f9-redis');
+    const resource = unique('f9-redis');
     await world.ensureCounter(resource);
     await seedRegistersAhead(await world.connectedClients(world.urls), resource);
     const history = new History();
@@ -283,7 +283,7 @@ describe('requests applied whose replies were lost (F9)', () => {
    * lost connection (outcome unknown) and retries with the same operation id.
    */
   async function commitReplyLost(protection: 'protected' | 'no-guard'): Promise<Verdict> {
-    const resource = uniqueResource('f9-pg');
+    const resource = unique('f9-pg');
     await world.ensureCounter(resource);
     const history = new History();
     const pgLink = await postgresLink();
@@ -361,7 +361,7 @@ describe('latency, jitter and reordering on the Redis and Postgres paths (F10)',
    * still writing.
    */
   async function slowNetwork(protection: Protection): Promise<Verdict> {
-    const resource = uniqueResource('f10');
+    const resource = unique('f10');
     await world.ensureCounter(resource);
     const history = new History();
     const clients: WorkloadClient[] = [];

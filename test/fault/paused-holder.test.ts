@@ -5,7 +5,7 @@ import type { Coordinator } from '@fenced/coordinator';
 import { proxyEach } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { holderIncrement, recordedIncrement, type WriteMode } from './support/counter-ops.js';
-import { FaultWorld, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, unique } from './support/fault-world.js';
 import { naiveLock } from './support/naive-token-source.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
@@ -75,7 +75,7 @@ async function someoneWaitsOnALock(): Promise<boolean> {
  * Unguarded, A acts on the value it read before the pause, as a real critical section would.
  */
 async function holderPausedInCriticalSection(mode: WriteMode): Promise<Verdict> {
-  const resource = uniqueResource('f1');
+  const resource = unique('f1');
   await world.ensureCounter(resource);
   const history = new History();
   holder.record(history);
@@ -101,7 +101,7 @@ async function holderPausedInCriticalSection(mode: WriteMode): Promise<Verdict> 
  * and A's write on resume finds its connection gone.
  */
 async function holderPausedInsideTransaction(mode: WriteMode): Promise<Verdict> {
-  const resource = uniqueResource('f12');
+  const resource = unique('f12');
   await world.ensureCounter(resource);
   const history = new History();
   holder.record(history);
@@ -159,7 +159,7 @@ describe('a holder paused right after sending its acquire (F2)', () => {
   // is longer than the hold: the same effect as a process stopped right after sending — the acquire is applied
   // on the nodes, A reads the replies only when it "resumes" — without racing SIGSTOP against the send.
   async function acquireRepliesHeld(protectedRun: boolean): Promise<Verdict> {
-    const resource = uniqueResource('f2');
+    const resource = unique('f2');
     await world.ensureCounter(resource);
     const history = new History();
     const links = await proxyEach(world.urls);

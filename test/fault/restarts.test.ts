@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
+import { nodeKeysOf } from '../fixtures/keys.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, seedRegistersAhead, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, seedRegistersAhead, unique } from './support/fault-world.js';
 import { crashPostgres, restartPostgres } from './support/postgres-crash.js';
 import {
   guardedCriticalSections,
@@ -56,7 +57,7 @@ interface RestartCase {
  */
 async function restartedNode(c: RestartCase): Promise<{ verdict: Verdict; grantedWhileCut: boolean }> {
   const keyPrefix = `restart-${randomUUID().slice(0, 8)}`;
-  const resource = uniqueResource('restart');
+  const resource = unique('restart');
   await world.ensureCounter(resource);
   const history = new History();
   const target = world.redis.nodes[2]!;
@@ -80,7 +81,7 @@ async function restartedNode(c: RestartCase): Promise<{ verdict: Verdict; grante
     await target.restart({ keepData: c.keepData });
     await world.nodesAnswer(raw);
     if (!c.detection) {
-      const incarnation = `${keyPrefix}:node:incarnation`;
+      const incarnation = nodeKeysOf(keyPrefix).incarnation;
       await raw[2]!.set(incarnation, 'pretend-nothing-happened', 'NX');
     }
 
@@ -168,7 +169,7 @@ describe('a Redis node paused past the ttl that applies its queued commands late
    * sections last two ttls between read and write, so leases expire mid-write and the next holder reads first.
    */
   async function pausedNodes(protection: Protection): Promise<Verdict> {
-    const resource = uniqueResource('f17');
+    const resource = unique('f17');
     await world.ensureCounter(resource);
     const history = new History();
     const clients: WorkloadClient[] = [];
@@ -233,7 +234,7 @@ describe('Postgres crashing during guarded traffic (F13)', () => {
    * retry what failed with the same operation ids.
    */
   async function crashDuringTraffic(protection: Protection): Promise<Verdict> {
-    const resource = uniqueResource('f13');
+    const resource = unique('f13');
     await world.ensureCounter(resource);
     const history = new History();
     const coordinator = world.coordinator();

@@ -1,7 +1,7 @@
 // The protocol simulation, run for as long as asked (`npm run soak -- --simulation --minutes 10`): seeded random
 // schedules of the real acquire, token rounds and repair against in-memory nodes (test/support/protocol-sim/),
 // then the delay-bounded exhaustive searches with a higher bound. A failure prints its seed; replay it with
-// `SIM_SEED=<seed> npx vitest run test/unit/coordinator/protocol-simulation.test.ts`.
+// `SIM_SEED=<seed> npx vitest run test/unit/coordinator/protocol/protocol-simulation.test.ts`.
 import { randomChooser } from '../support/protocol-sim/explore.js';
 import { randomSpec } from '../support/protocol-sim/random-spec.js';
 import { runScenario } from '../support/protocol-sim/scenario.js';

@@ -6,7 +6,7 @@ import { MAX_TOKEN } from '@fenced/shared';
 import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { History } from '@fenced/test-utils/history';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, tokenKey, uniqueResource } from './support/fault-world.js';
+import { FaultWorld, leaseRef, tokenKey, unique } from './support/fault-world.js';
 import { throughDoubles } from './support/naive-token-source.js';
 import { judge, recordedRelease, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
@@ -35,7 +35,7 @@ type Reading = 'bigint' | 'json-number';
  * 2^53 − 2 ... 2^53 + 2, each followed by a guarded increment.
  */
 async function acrossTwoTo53(reading: Reading): Promise<{ verdict: Verdict; tokens: bigint[] }> {
-  const resource = uniqueResource('f16-53');
+  const resource = unique('f16-53');
   await world.ensureCounter(resource);
   const raw = await world.connectedClients(world.urls);
   await Promise.all(raw.map((r) => r.set(tokenKey(resource), (TWO_53 - 3n).toString())));
@@ -77,7 +77,7 @@ async function acrossTwoTo53(reading: Reading): Promise<{ verdict: Verdict; toke
 async function upToTwoTo63(
   reading: Reading,
 ): Promise<{ verdict: Verdict; tokens: bigint[]; refused: number }> {
-  const resource = uniqueResource('f16-63');
+  const resource = unique('f16-63');
   await world.ensureCounter(resource);
   const raw = await world.connectedClients(world.urls);
   await Promise.all(raw.map((r) => r.set(tokenKey(resource), (MAX_TOKEN - 3n).toString())));

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
@@ -13,6 +13,7 @@ import {
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { RedisNode, type RedisNodeOptions } from '@fenced/test-utils/redis-node';
 import type { CommitRecord, History } from '@fenced/test-utils/history';
+import { DEFAULT_KEY_PREFIX, keysOf } from '../../fixtures/keys.js';
 
 /**
  * The data every fault scenario writes: one counter row per resource, incremented by read-modify-write, and a
@@ -293,10 +294,7 @@ async function startEachNode(
   return { urls: nodes.map((n) => n.url), nodes, stop };
 }
 
-/** A fresh resource name per scenario run. */
-export function uniqueResource(name: string): string {
-  return `${name}-${randomUUID().slice(0, 8)}`;
-}
+export { unique } from '@fenced/test-utils/unique';
 
 /** Names a grant in histories and the commit log without writing down the lease id (a capability). */
 export function leaseRef(leaseId: string): string {
@@ -304,8 +302,8 @@ export function leaseRef(leaseId: string): string {
 }
 
 /** The token register key of a resource under the default prefix. */
-export function tokenKey(resource: string, prefix = 'fenced'): string {
-  return `${prefix}:{${resource}}:token`;
+export function tokenKey(resource: string, prefix = DEFAULT_KEY_PREFIX): string {
+  return keysOf(resource, prefix).token;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { FaultProxy, proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { readCounter } from './counter-ops.js';
-import { seedRegistersAhead, uniqueResource, type FaultWorld } from './fault-world.js';
+import { seedRegistersAhead, unique, type FaultWorld } from './fault-world.js';
 import { judge, sleep, type Verdict } from './verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './workload.js';
 import { seededRandom } from '@fenced/test-utils/seeded-random';
@@ -150,7 +150,7 @@ export async function runRandomSchedule(
     nodes: world.redis.nodes.length,
     clients: clientCount,
   });
-  const resource = uniqueResource(`random-${options.seed}`);
+  const resource = unique(`random-${options.seed}`);
   await world.ensureCounter(resource);
   // Every client shares this machine's clock, so the proposal's time floor alone would lift each later token
   // above each earlier one. Registers far above the floor make every token come from the quorum registers

@@ -1,28 +1,30 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
 import { LeaseLostError, LockedError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  keysOf,
+  nodeKeysOf,
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../fixtures/coordinator-fixture.js';
 
 let env: RedisNodes;
 let coordinator: Coordinator;
 let raw: Redis[];
-const unique = (name: string): string => `${name}-${randomUUID()}`;
-const leaseKey = (resource: string): string => `fenced:{${resource}}:lease`;
+let cluster: CoordinatorFixture;
+const leaseKey = (resource: string): string => keysOf(resource).lease;
 
 beforeAll(async () => {
-  env = await startRedisNodes(5);
-  coordinator = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 1_000 });
-  await coordinator.ready();
-  raw = env.urls.map((url) => new Redis(url));
+  cluster = await startCoordinatorFixture(5, { coordinator: { nodeTimeoutMs: 1_000 } });
+  ({ env, coordinator, raw } = cluster);
 });
 
 afterAll(async () => {
-  raw?.forEach((r) => r.disconnect());
-  await coordinator?.close();
-  await env?.stop();
+  await cluster?.close();
 });
 
 describe('contention', () => {
@@ -164,12 +166,7 @@ describe('contention', () => {
     const { loadScripts, runScript } = await import('../../../packages/coordinator/src/scripts/scripts.js');
     await loadScripts(client);
     await client.set(leaseKey(resource), 'attempt-id-0123456789|5', 'PX', 30_000);
-    const keys = [
-      'fenced:node:incarnation',
-      'fenced:node:floor',
-      leaseKey(resource),
-      `fenced:{${resource}}:token`,
-    ];
+    const keys = [nodeKeysOf().incarnation, nodeKeysOf().floor, leaseKey(resource), keysOf(resource).token];
     const mine = await runScript(client, 'acquire', keys, ['attempt-id-0123456789', 5_000, '100']);
     expect(mine).toEqual([[1, 1]]);
     const [theirs] = (await runScript(client, 'acquire', keys, [

@@ -1,30 +1,34 @@
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { Coordinator, type NodeErrorEvent } from '@fenced/coordinator';
+import type { Coordinator } from '@fenced/coordinator';
+import { type NodeErrorEvent } from '@fenced/coordinator';
 import { LockedError, QuorumUnavailableError } from '@fenced/shared';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  eventually,
+  keysOf,
+  nodeKeysOf,
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../fixtures/coordinator-fixture.js';
 import { RedisNode } from '@fenced/test-utils/redis-node';
 
 let env: RedisNodes;
-const coordinators: Coordinator[] = [];
-const unique = (name: string): string => `${name}-${randomUUID()}`;
+let cluster: CoordinatorFixture;
 
 function coordinator(options: Partial<ConstructorParameters<typeof Coordinator>[0]> = {}): Coordinator {
   // The default per-node timeout: a tighter one turns load or fsync stalls on this 2-core machine into failures.
-  const c = new Coordinator({ nodes: env.urls, ...options });
-  coordinators.push(c);
-  return c;
-}
-
-/** Polls a condition (sequencing, not a timing assertion: the test timeout is the only bound). */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await sleep(50);
+  return cluster.another(options);
 }
 
 beforeAll(async () => {
-  env = await startRedisNodes(5, { useExisting: false });
+  cluster = await startCoordinatorFixture(5, {
+    redis: { useExisting: false },
+    coordinator: false,
+    raw: false,
+  });
+  env = cluster.env;
 });
 
 afterEach(async () => {
@@ -32,11 +36,11 @@ afterEach(async () => {
     node.resume();
     if (!node.running) await node.restart({ keepData: true });
   }
-  await Promise.all(coordinators.splice(0).map((c) => c.close()));
+  await cluster.closeOthers();
 });
 
 afterAll(async () => {
-  await env?.stop();
+  await cluster?.close();
 });
 
 describe('node faults', () => {
@@ -100,7 +104,7 @@ describe('node faults', () => {
     const c = coordinator();
     await c.ready();
     const resource = unique('release-retry');
-    const key = `fenced:{${resource}}:lease`;
+    const key = keysOf(resource).lease;
     const node = env.nodes[4]!;
     /** The lease key on node 4, read over a connection of its own. */
     const keyOnNode = async (): Promise<string | null> => {
@@ -133,8 +137,7 @@ describe('start-up checks', () => {
   });
 
   it('refuses a node without appendonly, naming the setting', async () => {
-    const c = new Coordinator({ nodes: [unsafe.url] });
-    coordinators.push(c);
+    const c = coordinator({ nodes: [unsafe.url] });
     await expect(c.ready()).rejects.toThrow(/appendonly is 'no'; it must be 'yes'/);
     const [status] = await c.nodeStatus();
     expect(status).toMatchObject({ reachable: true, configOk: false, voting: false, role: 'master' });
@@ -145,8 +148,7 @@ describe('start-up checks', () => {
   });
 
   it('accepts it with unsafeAllowUnsafeNodes, and still reports the problem', async () => {
-    const c = new Coordinator({ nodes: [unsafe.url], unsafeAllowUnsafeNodes: true });
-    coordinators.push(c);
+    const c = coordinator({ nodes: [unsafe.url], unsafeAllowUnsafeNodes: true });
     await c.ready();
     const lease = await c.acquire(unique('unsafe'), { ttlMs: 1_000 });
     await lease.release();
@@ -156,7 +158,7 @@ describe('start-up checks', () => {
   });
 
   it('initializes a fresh cluster when several coordinators start at once', async () => {
-    const keyPrefix = `fresh-${randomUUID()}`; // a namespace no node has seen: a brand-new cluster
+    const keyPrefix = unique('fresh'); // a namespace no node has seen: a brand-new cluster
     const many = [0, 1, 2].map(() => coordinator({ keyPrefix }));
     await Promise.all(many.map((c) => c.ready()));
     for (const c of many) expect((await c.nodeStatus()).every((s) => s.voting)).toBe(true);
@@ -194,7 +196,7 @@ describe('a node restarted empty', () => {
       expect(status.voting).toBe(false);
       expect(status.problems.join('\n')).toMatch(/restarted empty/);
       // The node itself refuses to vote: every script checks the incarnation key.
-      expect(await direct.exists('fenced:node:incarnation')).toBe(0);
+      expect(await direct.exists(nodeKeysOf().incarnation)).toBe(0);
 
       // The other four still grant, with larger tokens.
       const during = await c.acquire(resource, { ttlMs: 1_000 });
@@ -204,8 +206,8 @@ describe('a node restarted empty', () => {
 
       await c.repairNode(1);
       expect((await c.nodeStatus())[1]).toMatchObject({ voting: true, problems: [] });
-      expect(await direct.exists('fenced:node:incarnation')).toBe(1);
-      const copied = await direct.get(`fenced:{${resource}}:token`);
+      expect(await direct.exists(nodeKeysOf().incarnation)).toBe(1);
+      const copied = await direct.get(keysOf(resource).token);
       expect(copied).not.toBeNull();
       // The repair read N - quorum + 1 nodes when it started: at least every token granted before the restart.
       // (Grants made while the node abstained live on majorities without it.)

@@ -5,46 +5,48 @@
 //
 // No timing thresholds: the delays only order events (a round trip through a delayed link ends after one that is
 // not delayed, and two of them take longer than the ttl); every assertion is about what was granted.
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator } from '@fenced/coordinator';
+import type { Coordinator } from '@fenced/coordinator';
 import { LeaseLostError, QuorumUnavailableError } from '@fenced/shared';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
-import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  keysOf,
+  startCoordinatorFixture,
+  unique,
+  type CoordinatorFixture,
+} from '../../fixtures/coordinator-fixture.js';
 
 let env: RedisNodes;
 let raw: Redis[];
 let links: FaultProxies;
-const coordinators: Coordinator[] = [];
-const unique = (name: string): string => `${name}-${randomUUID()}`;
-const tokenKey = (resource: string): string => `fenced:{${resource}}:token`;
-const leaseKey = (resource: string): string => `fenced:{${resource}}:lease`;
+let cluster: CoordinatorFixture;
+const tokenKey = (resource: string): string => keysOf(resource).token;
+const leaseKey = (resource: string): string => keysOf(resource).lease;
 
 /** A coordinator whose links to the nodes go through `links` (node 0's too, left in `pass`). */
 async function coordinator(): Promise<Coordinator> {
   // A generous per-node timeout: the delayed links must be slow, not failed.
-  const c = new Coordinator({ nodes: links.urls, nodeTimeoutMs: 5_000, retryJitterMs: 0 });
-  coordinators.push(c);
+  const c = cluster.another({ nodes: links.urls, nodeTimeoutMs: 5_000, retryJitterMs: 0 });
   await c.ready();
   return c;
 }
 
 beforeAll(async () => {
-  env = await startRedisNodes(3);
-  raw = env.urls.map((url) => new Redis(url));
+  cluster = await startCoordinatorFixture(3, { coordinator: false });
+  ({ env, raw } = cluster);
   links = await proxyEach(env.urls);
 });
 
 afterEach(async () => {
   links.setMode('pass');
-  await Promise.all(coordinators.splice(0).map((c) => c.close()));
+  await cluster.closeOthers();
 });
 
 afterAll(async () => {
   await links?.stop();
-  raw?.forEach((r) => r.disconnect());
-  await env?.stop();
+  await cluster?.close();
 });
 
 describe('a slow second promise round (mutants 01, 03, 04)', () => {

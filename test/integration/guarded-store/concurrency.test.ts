@@ -1,8 +1,8 @@
 import { StaleTokenError } from '@fenced/shared';
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import type { GuardedStore } from '@fenced/guarded-store';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   audit: { seq: string; resource: string; token: string; prev_seq: string | null };
@@ -101,7 +101,7 @@ async function randomTokenStorm(
 
 describe('G1: guarded transactions commit in token order', () => {
   it('keeps every resource’s committed tokens non-decreasing under 32 concurrent connections', async () => {
-    const resources = [uniqueResource('g1'), uniqueResource('g1'), uniqueResource('g1')];
+    const resources = [unique('g1'), unique('g1'), unique('g1')];
     const { accepted, refused } = await randomTokenStorm(resources, (resource, token, leaseId) =>
       wide.run({ resource, token, leaseId }, (trx) => appendAudit(trx, resource, token)),
     );
@@ -122,7 +122,7 @@ describe('G1: guarded transactions commit in token order', () => {
   });
 
   it('negative control: the same storm without the guard breaks the checker', async () => {
-    const resources = [uniqueResource('g1-neg'), uniqueResource('g1-neg'), uniqueResource('g1-neg')];
+    const resources = [unique('g1-neg'), unique('g1-neg'), unique('g1-neg')];
     await randomTokenStorm(resources, (resource, token) =>
       wide.dangerouslyRunUnguarded((trx) => appendAudit(trx, resource, token)),
     );
@@ -163,7 +163,7 @@ async function writeCounter(trx: Transaction<Db>, resource: string, value: bigin
 
 describe('G4: read-modify-write inside the guard loses no update', () => {
   it('counts exactly the accepted transactions when many holders overlap', async () => {
-    const resource = uniqueResource('g4');
+    const resource = unique('g4');
     const grant = tokenSource();
     let accepted = 0;
     await Promise.all(
@@ -189,7 +189,7 @@ describe('G4: read-modify-write inside the guard loses no update', () => {
 
   /** Two holders overlap: A (older token) is inside its critical section when B starts. */
   async function overlap(readOutside: boolean): Promise<{ accepted: number; final: bigint }> {
-    const resource = uniqueResource('g4-pair');
+    const resource = unique('g4-pair');
     const grant = tokenSource();
     const a = grant();
     const b = grant();

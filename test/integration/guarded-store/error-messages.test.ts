@@ -1,12 +1,8 @@
 import { StaleTokenError } from '@fenced/shared';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  GuardedStore,
-  MigrationMissingError,
-  createDatabase,
-} from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import { GuardedStore, MigrationMissingError, createDatabase } from '@fenced/guarded-store';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 import { createTestSchema, type TestSchema } from '@fenced/test-utils/postgres';
 
 describe('guarded store errors say what happened and what to do', () => {
@@ -44,7 +40,7 @@ describe('guarded store errors say what happened and what to do', () => {
 
   it('leaves a missing table of the callback alone: that is the caller’s own error', async () => {
     const error = await fixture.store
-      .run({ resource: uniqueResource(), token: 1n }, async (trx) => {
+      .run({ resource: unique('r'), token: 1n }, async (trx) => {
         await trx
           .selectFrom('no_such_table' as never)
           .selectAll()
@@ -56,7 +52,7 @@ describe('guarded store errors say what happened and what to do', () => {
   });
 
   it('names the resource when a lower token is refused', async () => {
-    const resource = uniqueResource('doc');
+    const resource = unique('doc');
     await fixture.store.run({ resource, token: 7n }, () => Promise.resolve());
     const error = await fixture.store
       .run({ resource, token: 5n }, () => Promise.resolve())
@@ -69,7 +65,7 @@ describe('guarded store errors say what happened and what to do', () => {
   });
 
   it('says an equal token without a lease id is refused, and how to send the lease id', async () => {
-    const resource = uniqueResource('doc');
+    const resource = unique('doc');
     await fixture.store.run({ resource, token: 7n }, () => Promise.resolve());
     const error = await fixture.store
       .run({ resource, token: 7n }, () => Promise.resolve())
@@ -82,7 +78,7 @@ describe('guarded store errors say what happened and what to do', () => {
   });
 
   it('says an equal token from another lease is refused', async () => {
-    const resource = uniqueResource('doc');
+    const resource = unique('doc');
     await fixture.store.run({ resource, token: 7n, leaseId: 'lease-a' }, () => Promise.resolve());
     await fixture.store.run({ resource, token: 7n, leaseId: 'lease-a' }, () => Promise.resolve());
     const error = await fixture.store

@@ -9,7 +9,7 @@ import {
   type ExampleDatabase,
   type ExampleProtection,
 } from '../../../packages/guarded-store/src/example/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 let f: StoreFixture<ExampleDatabase>;
 const apps = new Map<ExampleProtection, Express>();
@@ -30,7 +30,7 @@ function app(protection: ExampleProtection = 'guarded'): Express {
 }
 
 function id(): string {
-  return uniqueResource('x').replace(/:/g, '-');
+  return unique('x').replace(/:/g, '-');
 }
 
 function deposit(protection: ExampleProtection, account: string, token: bigint, amount: string) {

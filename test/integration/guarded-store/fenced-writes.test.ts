@@ -2,8 +2,8 @@ import { FENCING_LEASE_ID_HEADER, FENCING_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER }
 import express, { type Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fencedErrorHandler, fencedWrites, guardedWrite } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import { fencedErrorHandler, fencedWrites, guardedWrite } from '@fenced/guarded-store';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   item_write: { item: string; token: string; body: string };
@@ -68,7 +68,7 @@ function expectErrorBody(body: unknown, code: string): void {
 
 describe('fencedWrites', () => {
   it('runs the route’s write in the guarded transaction and answers 200', async () => {
-    const id = uniqueResource('ok');
+    const id = unique('ok');
     const res = await put(id).set(FENCING_TOKEN_HEADER, '42').send({ body: 'hello' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ item: `item:${id}`, token: '42', body: 'hello' });
@@ -77,7 +77,7 @@ describe('fencedWrites', () => {
   });
 
   it('answers 428 MISSING_TOKEN without a Fencing-Token header, writing nothing', async () => {
-    const id = uniqueResource('missing');
+    const id = unique('missing');
     const res = await put(id).send({ body: 'x' });
     expect(res.status).toBe(428);
     expectErrorBody(res.body, 'MISSING_TOKEN');
@@ -102,7 +102,7 @@ describe('fencedWrites', () => {
     ['2^63', '9223372036854775808'],
     ['far above 2^63', '99999999999999999999'],
   ])('answers 400 INVALID_REQUEST for a malformed token: %s', async (_name, value) => {
-    const id = uniqueResource('malformed');
+    const id = unique('malformed');
     const res = await put(id).set(FENCING_TOKEN_HEADER, value).send({ body: 'x' });
     expect(res.status).toBe(400);
     expectErrorBody(res.body, 'INVALID_REQUEST');
@@ -134,7 +134,7 @@ describe('fencedWrites', () => {
       'visible ASCII',
     ],
   ])('answers 400 INVALID_REQUEST for %s', async (_name, headers, message) => {
-    const id = uniqueResource('headers');
+    const id = unique('headers');
     let req = put(id);
     // An array sends one header line per value (superagent types arrays for Cookie only).
     for (const [name, values] of Object.entries(headers)) req = req.set(name as 'Cookie', values);
@@ -152,7 +152,7 @@ describe('fencedWrites', () => {
   });
 
   it('answers 409 STALE_TOKEN for a token below the fence, writing nothing', async () => {
-    const id = uniqueResource('stale');
+    const id = unique('stale');
     await put(id).set(FENCING_TOKEN_HEADER, '10').send({ body: 'first' }).expect(200);
     const res = await put(id).set(FENCING_TOKEN_HEADER, '9').send({ body: 'stale' });
     expect(res.status).toBe(409);
@@ -163,7 +163,7 @@ describe('fencedWrites', () => {
   });
 
   it('accepts a second write with the same token only from the same Fencing-Lease-Id', async () => {
-    const id = uniqueResource('lease');
+    const id = unique('lease');
     const lease = (leaseId: string | undefined, body: string) => {
       const req = put(id).set(FENCING_TOKEN_HEADER, '7');
       return (leaseId === undefined ? req : req.set(FENCING_LEASE_ID_HEADER, leaseId)).send({ body });
@@ -176,7 +176,7 @@ describe('fencedWrites', () => {
   });
 
   it('replays a write retried with the same Idempotency-Key', async () => {
-    const id = uniqueResource('idem');
+    const id = unique('idem');
     const send = () =>
       put(id).set(FENCING_TOKEN_HEADER, '3').set(IDEMPOTENCY_KEY_HEADER, 'request-1').send({ body: 'once' });
     const first = await send();
@@ -188,7 +188,7 @@ describe('fencedWrites', () => {
   });
 
   it('answers 400 for a body that is not JSON', async () => {
-    const id = uniqueResource('json');
+    const id = unique('json');
     const res = await put(id).set(FENCING_TOKEN_HEADER, '3').send('{not json');
     expect(res.status).toBe(400);
     expectErrorBody(res.body, 'INVALID_REQUEST');

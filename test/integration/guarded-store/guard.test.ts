@@ -7,8 +7,8 @@ import {
   ReadOnlyTransactionError,
   type FenceLike,
   type GuardedStore,
-} from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+} from '@fenced/guarded-store';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   note: { resource: string; token: string; body: string };
@@ -60,14 +60,14 @@ async function staleError(promise: Promise<unknown>): Promise<StaleTokenError> {
 
 describe('GuardedStore.run', () => {
   it('accepts the first token for a resource and records it as the fence', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await expect(write({ resource, token: 5n }, 'a')).resolves.toBe('a');
     expect((await store.fenceOf(resource))?.token).toBe(5n);
     expect(await notes(resource)).toEqual(['a']);
   });
 
   it('accepts a higher token and raises the fence', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 5n }, 'a');
     await write({ resource, token: 9n }, 'b');
     expect((await store.fenceOf(resource))?.token).toBe(9n);
@@ -75,7 +75,7 @@ describe('GuardedStore.run', () => {
   });
 
   it('refuses a lower token with StaleTokenError carrying the presented and current tokens, writing nothing', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 9n }, 'a');
     let called = false;
     const error = await staleError(
@@ -91,7 +91,7 @@ describe('GuardedStore.run', () => {
   });
 
   it('refuses an equal token from another lease', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 7n, leaseId: 'lease-a' }, 'a');
     const error = await staleError(write({ resource, token: 7n, leaseId: 'lease-b' }, 'b'));
     expect(error).toMatchObject({ presented: 7n, current: 7n });
@@ -99,14 +99,14 @@ describe('GuardedStore.run', () => {
   });
 
   it('accepts an equal token from the same lease, so a lease can write more than once', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 7n, leaseId: 'lease-a' }, 'a');
     await write({ resource, token: 7n, leaseId: 'lease-a' }, 'b');
     expect(await notes(resource)).toEqual(['a', 'b']);
   });
 
   it('accepts a coordinator lease (resource, id, token) as its fence', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const lease = { resource, id: 'opaque-lease-id', token: 12n, ttlMs: 1000 };
     await write(lease, 'a');
     await write(lease, 'b');
@@ -115,17 +115,17 @@ describe('GuardedStore.run', () => {
   });
 
   it('refuses an equal token without a lease id, even when the fence was set without one', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 7n }, 'a');
     await staleError(write({ resource, token: 7n }, 'b'));
     await staleError(write({ resource, token: 7n, leaseId: 'lease-a' }, 'c'));
-    const withLease = uniqueResource();
+    const withLease = unique('r');
     await write({ resource: withLease, token: 7n, leaseId: 'lease-a' }, 'a');
     await staleError(write({ resource: withLease, token: 7n }, 'b'));
   });
 
   it('stores a digest of the lease id, never the id', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 3n, leaseId: 'secret-lease-id' }, 'a');
     const [row] = await f.sql<{ hash: string }>(
       "select encode(lease_id_hash, 'hex') as hash from fence where resource = $1",
@@ -137,7 +137,7 @@ describe('GuardedStore.run', () => {
   });
 
   it('rolls back the callback’s writes and rethrows its error unchanged', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const boom = new Error('boom');
     await expect(
       store.run({ resource, token: 4n }, async (trx) => {
@@ -150,7 +150,7 @@ describe('GuardedStore.run', () => {
   });
 
   it('validates tokens, resources and op ids before sending anything', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     for (const token of [0n, -1n, MAX_TOKEN + 1n, 5 as unknown as bigint]) {
       await expect(write({ resource, token }, 'x')).rejects.toBeInstanceOf(InvalidRequestError);
     }
@@ -165,7 +165,7 @@ describe('GuardedStore.run', () => {
 
 describe('tokens near 2^53 and 2^63 − 1', () => {
   it('orders tokens above 2^53 exactly (doubles would merge them)', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const base = 2n ** 53n;
     await write({ resource, token: base + 1n }, 'a');
     const error = await staleError(write({ resource, token: base }, 'b'));
@@ -176,7 +176,7 @@ describe('tokens near 2^53 and 2^63 − 1', () => {
   });
 
   it('round-trips 2^63 − 1 through the fence and the stale error', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: MAX_TOKEN - 1n }, 'a');
     await write({ resource, token: MAX_TOKEN }, 'b');
     expect((await store.fenceOf(resource))?.token).toBe(MAX_TOKEN);
@@ -197,8 +197,8 @@ describe('tokens near 2^53 and 2^63 − 1', () => {
 
 describe('several resources in one transaction', () => {
   it('raises all fences together, and refuses all when one is stale', async () => {
-    const a = uniqueResource('a');
-    const b = uniqueResource('b');
+    const a = unique('a');
+    const b = unique('b');
     await write(
       [
         { resource: b, token: 5n },
@@ -221,7 +221,7 @@ describe('several resources in one transaction', () => {
   });
 
   it('refuses a resource listed twice', async () => {
-    const a = uniqueResource();
+    const a = unique('r');
     await expect(
       write(
         [
@@ -234,7 +234,7 @@ describe('several resources in one transaction', () => {
   });
 
   it('does not deadlock when transactions list overlapping resources in opposite orders', async () => {
-    const names = [uniqueResource('x'), uniqueResource('y'), uniqueResource('z')];
+    const names = [unique('x'), unique('y'), unique('z')];
     let token = 0n;
     const runs = Array.from({ length: 24 }, (_, i) => {
       token += 1n;
@@ -262,7 +262,7 @@ describe('several resources in one transaction', () => {
 
 describe('fenceIn (G3)', () => {
   it('locks out every earlier grant once the new holder has fenced in', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const old = { resource, id: 'old-lease', token: 10n };
     const next = { resource, id: 'new-lease', token: 11n };
     await write(old, 'old-1');
@@ -273,7 +273,7 @@ describe('fenceIn (G3)', () => {
   });
 
   it('waits for an older holder’s open transaction, after which the older holder is locked out', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const old = { resource, id: 'old-lease', token: 20n };
     const next = { resource, id: 'new-lease', token: 21n };
     let release!: () => void;
@@ -298,7 +298,7 @@ describe('fenceIn (G3)', () => {
   });
 
   it('fails for a lease older than the fence', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await store.fenceIn({ resource, id: 'b', token: 2n });
     await staleError(store.fenceIn({ resource, id: 'a', token: 1n }));
   });
@@ -318,7 +318,7 @@ async function waitForLockWaiter(): Promise<boolean> {
 
 describe('bounded stalls', () => {
   it('gives up on a fence row held too long with LockTimeoutError, keeping the driver error as cause', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const impatient = f.anotherStore({ lockTimeoutMs: 50 });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -341,7 +341,7 @@ describe('bounded stalls', () => {
   });
 
   it('ends a guarded transaction that sits idle too long, freeing the fence row', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const sleepy = f.anotherStore({ idleInTransactionTimeoutMs: 100, maxConnections: 1 });
     const error = await sleepy
       .run({ resource, token: 1n }, async (trx) => {
@@ -367,7 +367,7 @@ describe('bounded stalls', () => {
 
 describe('read() and the unguarded escape hatch', () => {
   it('lets read() read and makes Postgres refuse its writes', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 1n }, 'a');
     const rows = await store.read((trx) =>
       trx.selectFrom('note').select('body').where('resource', '=', resource).execute(),
@@ -380,7 +380,7 @@ describe('read() and the unguarded escape hatch', () => {
   });
 
   it('dangerouslyRunUnguarded writes without a fence (that is the point of the name)', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     await write({ resource, token: 9n }, 'a');
     await store.dangerouslyRunUnguarded((trx) =>
       trx.insertInto('note').values({ resource, token: '1', body: 'stale-but-unguarded' }).execute(),

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, migrate, GuardedStore } from '../../../packages/guarded-store/src/index.js';
+import { createDatabase, migrate, GuardedStore } from '@fenced/guarded-store';
 import { migrateExample } from '../../../packages/guarded-store/src/example/index.js';
 import { findOrStartPostgres, type PostgresServer } from '@fenced/test-utils/postgres';
 

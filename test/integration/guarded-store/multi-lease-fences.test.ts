@@ -1,10 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { InvalidProofError, StaleTokenError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type MultiLease } from '../../../packages/coordinator/src/index.js';
-import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
+import { Coordinator, type MultiLease } from '@fenced/coordinator';
+import type { GuardedStore } from '@fenced/guarded-store';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 // store.run(multiLease, …) on real Redis (a signing coordinator) and real Postgres (a verifying store): every
 // resource of the lease is fenced, with its own token and proof, in one transaction.
@@ -43,7 +43,7 @@ function write(lease: MultiLease, body: string): Promise<void> {
 
 describe('store.run with a multi-resource lease', () => {
   it('fences every resource with its own token and proof', async () => {
-    const [a, b] = [uniqueResource('a'), uniqueResource('b')];
+    const [a, b] = [unique('a'), unique('b')];
     const lease = await coordinator.acquire([b, a], { ttlMs: 10_000 });
     expect(lease.proofs?.size).toBe(2);
     await write(lease, 'first');
@@ -54,7 +54,7 @@ describe('store.run with a multi-resource lease', () => {
   });
 
   it('refuses the older lease once a newer lease over an overlapping set fenced in', async () => {
-    const [a, b, c] = [uniqueResource('a'), uniqueResource('b'), uniqueResource('c')];
+    const [a, b, c] = [unique('a'), unique('b'), unique('c')];
     const old = await coordinator.acquire([a, b], { ttlMs: 10_000 });
     await write(old, 'old');
     await old.release();
@@ -69,7 +69,7 @@ describe('store.run with a multi-resource lease', () => {
   });
 
   it('refuses a multi lease whose proofs were swapped between its resources', async () => {
-    const [a, b] = [uniqueResource('a'), uniqueResource('b')];
+    const [a, b] = [unique('a'), unique('b')];
     const lease = await coordinator.acquire([a, b], { ttlMs: 10_000 });
     const swapped = {
       resources: lease.resources,

@@ -7,11 +7,15 @@
 // retry is seen waiting on a lock that the first attempt's backend holds (pg_blocking_pids). No timing.
 //
 // Kills mutant 07 of test/mutants/ (docs/mutation-testing.md).
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import type { GuardedStore } from '@fenced/guarded-store';
+import {
+  createStoreFixture,
+  eventually,
+  unique,
+  type StoreFixture,
+} from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   ledger: { resource: string; total: string };
@@ -49,14 +53,9 @@ async function deposit(trx: Transaction<Db>, resource: string, amount: bigint, c
   return { total };
 }
 
-/** Polls a condition (sequencing, not a timing assertion: the test timeout is the only bound). */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await sleep(20);
-}
-
 describe('operation ids and the fence row lock (G5)', () => {
   it('replays the first result to a retry that waited on the fence row lock, and never runs the write twice', async () => {
-    const resource = uniqueResource('op-lock');
+    const resource = unique('op-lock');
     const lease = { resource, id: 'lease-1', token: 3n };
     const opId = 'op-waits-on-the-row';
     const calls = { n: 0 };

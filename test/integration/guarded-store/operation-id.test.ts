@@ -2,8 +2,8 @@ import { StaleTokenError } from '@fenced/shared';
 import type { Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GuardedStore } from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import type { GuardedStore } from '@fenced/guarded-store';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
   ledger: { resource: string; total: string };
@@ -54,7 +54,7 @@ async function total(resource: string): Promise<bigint> {
 
 describe('operation ids (G5)', () => {
   it('applies a write retried after a lost reply once, and returns the first result', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const lease = { resource, id: 'lease-1', token: 3n };
     const calls = { n: 0 };
     const first = await store.run(lease, deposit(resource, 10n, calls), { opId: 'op-lost-reply' });
@@ -67,7 +67,7 @@ describe('operation ids (G5)', () => {
   });
 
   it('applies concurrent retries of one operation once', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const lease = { resource, id: 'lease-1', token: 3n };
     const calls = { n: 0 };
     const results = await Promise.all(
@@ -87,7 +87,7 @@ describe('operation ids (G5)', () => {
     opId: string | undefined,
   ): Promise<{ runs: number; total: bigint }> {
     const count = 6;
-    const resource = uniqueResource();
+    const resource = unique('r');
     const lease = { resource, id: 'lease-1', token: 3n };
     await store.fenceIn(lease); // the fence row exists; the holder below locks it
     const holder = new pg.Client({
@@ -142,7 +142,7 @@ describe('operation ids (G5)', () => {
   });
 
   it('still answers a retry whose first attempt committed before a successor fenced in', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const calls = { n: 0 };
     const old = { resource, id: 'old', token: 3n };
     const first = await store.run(old, deposit(resource, 7n, calls), { opId: 'op-before-successor' });
@@ -159,7 +159,7 @@ describe('operation ids (G5)', () => {
   });
 
   it('runs again when the first attempt rolled back', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const lease = { resource, id: 'lease', token: 1n };
     await expect(
       store.run(lease, () => Promise.reject(new Error('first attempt failed')), {
@@ -173,8 +173,8 @@ describe('operation ids (G5)', () => {
   });
 
   it('keeps distinct operations distinct, and scopes op ids per resource', async () => {
-    const a = uniqueResource();
-    const b = uniqueResource();
+    const a = unique('r');
+    const b = unique('r');
     const calls = { n: 0 };
     await store.run({ resource: a, token: 1n, leaseId: 'l' }, deposit(a, 1n, calls), { opId: 'op-1' });
     await store.run({ resource: a, token: 1n, leaseId: 'l' }, deposit(a, 1n, calls), { opId: 'op-2' });
@@ -185,7 +185,7 @@ describe('operation ids (G5)', () => {
   });
 
   it('replays "no result" as undefined and null as null', async () => {
-    const resource = uniqueResource();
+    const resource = unique('r');
     const lease = { resource, id: 'l', token: 1n };
     await store.run(lease, () => Promise.resolve(undefined), { opId: 'op-undefined' });
     await expect(
@@ -196,8 +196,8 @@ describe('operation ids (G5)', () => {
   });
 
   it('records the operation on every resource of a multi-resource write', async () => {
-    const a = uniqueResource();
-    const b = uniqueResource();
+    const a = unique('r');
+    const b = unique('r');
     const calls = { n: 0 };
     const fences = [
       { resource: a, token: 1n, leaseId: 'l' },

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidProofError, InvalidRequestError, MAX_TOKEN, type InvalidProofReason } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
-import { GuardedStore, createDatabase, type FenceLike } from '../../../packages/guarded-store/src/index.js';
+import { Coordinator, type Lease } from '@fenced/coordinator';
+import { GuardedStore, createDatabase, type FenceLike } from '@fenced/guarded-store';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 // Signed fences (DESIGN §4b) on real Redis (a signing coordinator) and real Postgres (a verifying store): every
 // bad proof is refused with INVALID_PROOF before the fence row or the data is touched; valid leases write.
@@ -102,7 +102,7 @@ async function held(resource: string): Promise<Lease> {
 
 describe('a store with verifyKeys', () => {
   it('lets a signed lease write, again and again (store.run(lease) sends its proof)', async () => {
-    const lease = await held(uniqueResource('ok'));
+    const lease = await held(unique('ok'));
     expect(await write(store, lease, 'first')).toBe('first');
     expect(await write(store, lease, 'second')).toBe('second');
     await store.fenceIn(lease);
@@ -112,7 +112,7 @@ describe('a store with verifyKeys', () => {
   });
 
   it('refuses a forged maximum token with the lease proof, leaving the fence where it was', async () => {
-    const lease = await held(uniqueResource('forged'));
+    const lease = await held(unique('forged'));
     await write(store, lease, 'honest');
     await refused(
       { resource: lease.resource, token: MAX_TOKEN, leaseId: lease.id, proof: lease.proof },
@@ -125,8 +125,8 @@ describe('a store with verifyKeys', () => {
   });
 
   it("refuses another resource's token with that resource's valid proof", async () => {
-    const mine = await held(uniqueResource('mine'));
-    const theirs = await held(uniqueResource('theirs'));
+    const mine = await held(unique('mine'));
+    const theirs = await held(unique('theirs'));
     await write(store, mine, 'mine');
     await refused(
       { resource: mine.resource, token: theirs.token, leaseId: theirs.id, proof: theirs.proof },
@@ -136,7 +136,7 @@ describe('a store with verifyKeys', () => {
   });
 
   it('refuses a proof made for another lease', async () => {
-    const resource = uniqueResource('other-lease');
+    const resource = unique('other-lease');
     const first = await held(resource);
     await first.release();
     const second = await held(resource);
@@ -149,7 +149,7 @@ describe('a store with verifyKeys', () => {
   });
 
   it('refuses a proof signed by an unknown key, and a trusted key id signed with another key', async () => {
-    const lease = await strangerCoordinator.acquire(uniqueResource('stranger'), { ttlMs: 10_000 });
+    const lease = await strangerCoordinator.acquire(unique('stranger'), { ttlMs: 10_000 });
     const error = await refused(lease, 'unknown-key');
     expect(error.message).toMatch(/key 'k9', which this store does not trust/);
     const impostor = new Coordinator({
@@ -158,7 +158,7 @@ describe('a store with verifyKeys', () => {
       signingKey: { id: 'k1', privateKey: stranger.privateKey },
     });
     try {
-      const forged = await impostor.acquire(uniqueResource('impostor'), { ttlMs: 10_000 });
+      const forged = await impostor.acquire(unique('impostor'), { ttlMs: 10_000 });
       await refused(forged, 'mismatch');
     } finally {
       await impostor.close();
@@ -167,7 +167,7 @@ describe('a store with verifyKeys', () => {
   });
 
   it('refuses a truncated proof, a malformed one, no proof and no lease id, without echoing the proof', async () => {
-    const lease = await held(uniqueResource('malformed'));
+    const lease = await held(unique('malformed'));
     const base = { resource: lease.resource, token: lease.token, leaseId: lease.id };
     const truncated = await refused({ ...base, proof: lease.proof!.slice(0, -3) }, 'malformed');
     expect(truncated.message).not.toContain(lease.proof!.slice(6, 40));
@@ -186,7 +186,7 @@ describe('a store with verifyKeys', () => {
       schema: f.schema.schema,
       verifyKeys: { k1: current.publicKey },
     });
-    const lease = await held(uniqueResource('offline'));
+    const lease = await held(unique('offline'));
     await expect(write(offline, { ...lease, token: MAX_TOKEN, id: lease.id }, 'x')).rejects.toBeInstanceOf(
       InvalidProofError,
     );
@@ -197,8 +197,8 @@ describe('a store with verifyKeys', () => {
   });
 
   it('checks several fences of one transaction, refusing all if one is bad', async () => {
-    const a = await held(uniqueResource('multi-a'));
-    const b = await held(uniqueResource('multi-b'));
+    const a = await held(unique('multi-a'));
+    const b = await held(unique('multi-b'));
     const before = [await snapshot(a.resource), await snapshot(b.resource)];
     await expect(
       store.run([a, { resource: b.resource, token: MAX_TOKEN, leaseId: b.id, proof: b.proof }], () => {
@@ -222,9 +222,9 @@ describe('key rotation', () => {
     try {
       // Step 1: stores trust both keys (PEM strings work as well as KeyObjects).
       const both = f.anotherStore({ verifyKeys: { k1: pem(current.publicKey), k2: next.publicKey } });
-      const old = await held(uniqueResource('rotate-old'));
+      const old = await held(unique('rotate-old'));
       // Step 2: the coordinator signs with the new key; leases granted before still carry k1 proofs.
-      const fresh = await newCoordinator.acquire(uniqueResource('rotate-new'), { ttlMs: 10_000 });
+      const fresh = await newCoordinator.acquire(unique('rotate-new'), { ttlMs: 10_000 });
       expect(old.proof?.startsWith('v1.k1.')).toBe(true);
       expect(fresh.proof?.startsWith('v1.k2.')).toBe(true);
       expect(await write(both, old, 'old-key')).toBe('old-key');
@@ -246,7 +246,7 @@ describe('signing off (the default)', () => {
   it('believes any token, as before: a forged maximum bricks the resource for honest holders', async () => {
     const plain = f.anotherStore({ verifyKeys: undefined });
     expect(plain.verifiesProofs).toBe(false);
-    const resource = uniqueResource('unsigned');
+    const resource = unique('unsigned');
     await write(plain, { resource, token: MAX_TOKEN }, 'forged');
     const lease = await held(resource);
     await expect(write(plain, lease, 'honest')).rejects.toMatchObject({ code: 'STALE_TOKEN' });
@@ -268,7 +268,7 @@ describe('signing off (the default)', () => {
 describe('resetFence (administrative, audited)', () => {
   it('lowers a fence a forged token raised, writes the audit row, and lets honest holders in again', async () => {
     const plain = f.anotherStore({ verifyKeys: undefined });
-    const resource = uniqueResource('reset');
+    const resource = unique('reset');
     const lease = await held(resource);
     await write(plain, { resource, token: MAX_TOKEN }, 'forged');
     await expect(write(store, lease, 'honest')).rejects.toMatchObject({ code: 'STALE_TOKEN' });
@@ -306,13 +306,13 @@ describe('resetFence (administrative, audited)', () => {
   });
 
   it('refuses to raise a fence, to reset a missing one, and blank reasons or actors', async () => {
-    const lease = await held(uniqueResource('reset-bad'));
+    const lease = await held(unique('reset-bad'));
     await write(store, lease, 'x');
     const args = { toToken: lease.token - 1n, reason: 'r', actor: 'a' };
     await expect(store.resetFence(lease.resource, { ...args, toToken: lease.token })).rejects.toThrow(
       /toToken must be below the current fence/,
     );
-    await expect(store.resetFence(uniqueResource('none'), args)).rejects.toThrow(/no fence to reset/);
+    await expect(store.resetFence(unique('none'), args)).rejects.toThrow(/no fence to reset/);
     await expect(store.resetFence(lease.resource, { ...args, reason: '  ' })).rejects.toThrow(
       InvalidRequestError,
     );

@@ -8,10 +8,10 @@ import {
 import express, { type Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type Lease } from '../../../packages/coordinator/src/index.js';
-import { fencedErrorHandler, fencedWrites, guardedWrite } from '../../../packages/guarded-store/src/index.js';
+import { Coordinator, type Lease } from '@fenced/coordinator';
+import { fencedErrorHandler, fencedWrites, guardedWrite } from '@fenced/guarded-store';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { createStoreFixture, type StoreFixture } from './guarded-store-fixture.js';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 // The write middleware with proof verification on (DESIGN §4b, §5): 403 INVALID_PROOF for every missing or
 // invalid proof, nothing written, the fence untouched, and neither the proof nor the lease id in a log or a body.
@@ -72,11 +72,6 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-let counter = 0;
-function uniqueId(label: string): string {
-  return `${label}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
-}
-
 function put(id: string, headers: Record<string, string | undefined>) {
   let req = request(app).put(`/items/${id}`);
   for (const [name, value] of Object.entries(headers)) if (value !== undefined) req = req.set(name, value);
@@ -116,7 +111,7 @@ async function lease(id: string): Promise<Lease> {
 
 describe('fencedWrites with verifyKeys', () => {
   it('writes with a valid Fencing-Proof, more than once under one lease', async () => {
-    const id = uniqueId('ok');
+    const id = unique('ok');
     const l = await lease(id);
     expect((await put(id, headersOf(l))).status).toBe(200);
     expect((await put(id, headersOf(l))).status).toBe(200);
@@ -125,14 +120,14 @@ describe('fencedWrites with verifyKeys', () => {
   });
 
   it('answers 403 INVALID_PROOF in every refused case, writing nothing', async () => {
-    const id = uniqueId('refused');
+    const id = unique('refused');
     const mine = await lease(id);
     expect((await put(id, headersOf(mine))).status).toBe(200); // the fence exists and stays as it is
     const secrets = [mine.id, mine.proof!.slice(6, 50)];
     // A forged maximum token (with the lease's real proof and id).
     await expectRefused(id, { ...headersOf(mine), [FENCING_TOKEN_HEADER]: MAX_TOKEN.toString() }, secrets);
     // Another resource's token with that resource's valid proof.
-    const other = await lease(uniqueId('other'));
+    const other = await lease(unique('other'));
     await expectRefused(id, headersOf(other), [...secrets, other.id]);
     // A proof for another lease of the same resource.
     await mine.release();
@@ -156,7 +151,7 @@ describe('fencedWrites with verifyKeys', () => {
   });
 
   it('refuses a repeated Fencing-Proof header as a bad request', async () => {
-    const id = uniqueId('twice');
+    const id = unique('twice');
     const l = await lease(id);
     const response = await request(app)
       .put(`/items/${id}`)

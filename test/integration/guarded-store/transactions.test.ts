@@ -8,8 +8,8 @@ import {
   TransactionAbortedError,
   createDatabase,
   type GuardedStoreOptions,
-} from '../../../packages/guarded-store/src/index.js';
-import { createStoreFixture, uniqueResource, type StoreFixture } from './guarded-store-fixture.js';
+} from '@fenced/guarded-store';
+import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 /**
  * How a guarded transaction reaches Postgres, over both kinds of Kysely instance the store can be given:
@@ -78,7 +78,7 @@ describe.each<Kind>(['own', 'user'])('guarded transactions over a %s Kysely', (k
     await sql`set synchronous_commit = off`.execute(db);
     await sql`set lock_timeout = 0`.execute(db);
     await sql`set idle_in_transaction_session_timeout = 0`.execute(db);
-    const inside = await store.run({ resource: uniqueResource(), token: 1n }, async (trx) => ({
+    const inside = await store.run({ resource: unique('r'), token: 1n }, async (trx) => ({
       synchronousCommit: await show(trx, 'synchronous_commit'),
       lockTimeout: await show(trx, 'lock_timeout'),
       idle: await show(trx, 'idle_in_transaction_session_timeout'),
@@ -93,9 +93,9 @@ describe.each<Kind>(['own', 'user'])('guarded transactions over a %s Kysely', (k
   it('raises, re-enters and refuses fences for resource names that need escaping', async () => {
     const { store } = oneConnectionStore(kind);
     const names = [
-      `it's; drop table fence; --${uniqueResource()}`,
-      `back\\slash \\x41 E'\\'${uniqueResource()}`,
-      `"quoted" ünïcödé ☃ 𝄞 $$ $1 ${uniqueResource()}`,
+      `it's; drop table fence; --${unique('r')}`,
+      `back\\slash \\x41 E'\\'${unique('r')}`,
+      `"quoted" ünïcödé ☃ 𝄞 $$ $1 ${unique('r')}`,
     ];
     for (const resource of names) {
       await store.run({ resource, token: 7n, leaseId: 'lease-a' }, () => Promise.resolve());
@@ -121,7 +121,7 @@ describe.each<Kind>(['own', 'user'])('guarded transactions over a %s Kysely', (k
 
   it('still bounds the wait for a held fence row with lock_timeout', async () => {
     const { store: impatient } = oneConnectionStore(kind, { lockTimeoutMs: 50 });
-    const resource = uniqueResource();
+    const resource = unique('r');
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let entered!: () => void;
@@ -144,7 +144,7 @@ describe.each<Kind>(['own', 'user'])('guarded transactions over a %s Kysely', (k
 
   it('turns a failed statement that the callback swallowed into TransactionAbortedError when there is an op id', async () => {
     const { store } = oneConnectionStore(kind);
-    const resource = uniqueResource();
+    const resource = unique('r');
     const id = nextId++;
     const error = await store
       .run(
@@ -173,7 +173,7 @@ describe.each<Kind>(['own', 'user'])('guarded transactions over a %s Kysely', (k
 describe('a failed statement the callback swallows, over a createDatabase Kysely', () => {
   it('fails the write with TransactionAbortedError, carrying the statement’s error, instead of a silent rollback', async () => {
     const { store } = oneConnectionStore('own');
-    const resource = uniqueResource();
+    const resource = unique('r');
     const id = nextId++;
     const error = await store
       .run({ resource, token: 3n }, async (trx) => {
@@ -198,7 +198,7 @@ describe('a failed statement the callback swallows, over a createDatabase Kysely
 
   it('does the same for dangerouslyRunUnguarded, and lets read() return (a read-only transaction lost nothing)', async () => {
     const { store } = oneConnectionStore('own');
-    const resource = uniqueResource();
+    const resource = unique('r');
     const id = nextId++;
     const unguarded = await store
       .dangerouslyRunUnguarded(async (trx) => {
@@ -218,7 +218,7 @@ describe('a failed statement the callback swallows, over a createDatabase Kysely
 
   it('is, over a Kysely the store did not create and without an op id, still a silent rollback (documented limitation)', async () => {
     const { store } = oneConnectionStore('user');
-    const resource = uniqueResource();
+    const resource = unique('r');
     const id = nextId++;
     const value = await store.run({ resource, token: 3n }, async (trx) => {
       await trx.insertInto('item').values({ id, resource }).execute();
@@ -234,7 +234,7 @@ describe('a failed statement the callback swallows, over a createDatabase Kysely
 describe('one round trip to start a guarded transaction over a createDatabase Kysely', () => {
   it('sends BEGIN, the settings and the fence upsert in one message', async () => {
     const { store } = oneConnectionStore('own');
-    const resource = uniqueResource();
+    const resource = unique('r');
     // Hold the fence row, and let the store's transaction wait on it: its session's current message is then the
     // one that began the transaction.
     let release!: () => void;
@@ -268,7 +268,7 @@ describe('one round trip to start a guarded transaction over a createDatabase Ky
 
   it('prepares the upsert once per connection, and recovers when the session loses it', async () => {
     const { db, store } = oneConnectionStore('own');
-    const resource = uniqueResource();
+    const resource = unique('r');
     const prepared = async () =>
       (
         await sql<{

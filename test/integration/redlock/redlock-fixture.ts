@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
-import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
+import { keysOf } from '../../fixtures/keys.js';
 
 /**
  * Adaptation shared by the ported node-redlock tests: redlock v5 stores the lock value under the resource name
  * itself; fenced stores `<lease id>|<token>` under `fenced:{<resource>}:lease` (next to the resource's token
  * register). These read what redlock's tests read with `redis.get(resource)` and `redis.pttl(resource)`.
  */
-export const leaseKey = (resource: string): string => resourceKeys('fenced', resource).lease;
+export const leaseKey = (resource: string): string => keysOf(resource).lease;
 
 /** The lock value (lease id) a node holds for the resource, or null: redlock's `redis.get(resource)`. */
 export async function lockValue(redis: Redis, resource: string): Promise<string | null> {

@@ -8,11 +8,7 @@ import {
 } from '@fenced/shared';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import {
-  ConnectionLostError,
-  LockTimeoutError,
-  ReadOnlyTransactionError,
-} from '../../../packages/guarded-store/src/index.js';
+import { ConnectionLostError, LockTimeoutError, ReadOnlyTransactionError } from '@fenced/guarded-store';
 import { storeHttpError as toHttpError } from '../../../packages/guarded-store/src/middleware/http-errors.js';
 
 describe("the write middleware's error answers", () => {

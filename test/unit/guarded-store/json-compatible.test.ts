@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { GuardedStore } from '../../../packages/guarded-store/src/index.js';
+import { GuardedStore } from '@fenced/guarded-store';
 
 interface Receipt {
   id: string;

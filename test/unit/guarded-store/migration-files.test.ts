@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { STORE_MIGRATIONS_FOLDER } from '../../../packages/guarded-store/src/index.js';
+import { STORE_MIGRATIONS_FOLDER } from '@fenced/guarded-store';
 
 /**
  * Migrations are append-only: once released, a file never changes (databases that already ran it would not

@@ -1,9 +1,6 @@
 import { InvalidRequestError } from '@fenced/shared';
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_GUARDED_STORE_OPTIONS,
-  resolveGuardedStoreOptions,
-} from '../../../packages/guarded-store/src/index.js';
+import { DEFAULT_GUARDED_STORE_OPTIONS, resolveGuardedStoreOptions } from '@fenced/guarded-store';
 
 describe('resolveGuardedStoreOptions', () => {
   it('fills in the defaults and freezes the result', () => {

@@ -13,7 +13,7 @@ import {
   StorageError,
   TransactionAbortedError,
   classifyPostgresError,
-} from '../../../packages/guarded-store/src/index.js';
+} from '@fenced/guarded-store';
 
 function databaseError(code: string): pg.DatabaseError {
   // As pg's parser fills it in from the server's ErrorResponse.

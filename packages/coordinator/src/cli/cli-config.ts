@@ -4,7 +4,7 @@ import { UsageError } from './usage-error.js';
 /**
  * What the operator commands need to reach the cluster: the service's own variables (config.ts), each
  * overridable by a flag. Read here rather than through `loadConfig` so the commands load nothing of the HTTP
- * service (config.ts validates with zod); test/unit/coordinator/cli-config.test.ts checks
+ * service (config.ts validates with zod); test/unit/coordinator/cli/operator-cli.test.ts checks
  * that both read the same values from the same environment.
  */
 export interface CliConfig {

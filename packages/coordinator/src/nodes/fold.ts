@@ -15,8 +15,8 @@
  * per call so that no call blocks a node for long, and one process per node and interval does the work (the fold
  * lock): the others find it busy.
  *
- * Tests that fail when this breaks: test/unit/coordinator/protocol-simulation.test.ts (folding among promises
- * and repairs), test/integration/coordinator/folding.test.ts, test/fault/folding.test.ts (F21), and the mutation
+ * Tests that fail when this breaks: test/unit/coordinator/protocol/protocol-simulation.test.ts (folding among promises
+ * and repairs), test/integration/coordinator/nodes/folding.test.ts, test/fault/folding.test.ts (F21), and the mutation
  * table's "fold without raising the floor" and "absent register reads zero" rows.
  */
 import type { FoldReply } from '../scripts/script-results.js';

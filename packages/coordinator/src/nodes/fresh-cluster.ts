@@ -8,7 +8,7 @@
  * node at a time, and between "every node looks new" and the write that initializes node X, another process can
  * initialize the cluster, a grant can be promised by X and others, and X can restart empty. Initializing X then
  * puts an empty node back among voters whose peers hold a promise it lacks — a later majority of X and nodes that
- * missed the grant goes below it (the test in test/unit/coordinator/fresh-cluster.test.ts reproduces it).
+ * missed the grant goes below it (the test in test/unit/coordinator/nodes/fresh-cluster.test.ts reproduces it).
  *
  * So the initialization runs in three steps, each on every node, each step only after the previous one was
  * acknowledged by every node:
@@ -28,8 +28,8 @@
  * several processes initializing at once are each safe: every node keeps a set of marks, each process adds its own,
  * and a node another process initialized first answers `initialized` at step 3 — the state we wanted.
  *
- * Tests that fail when this breaks: test/unit/coordinator/fresh-cluster.test.ts (the schedule above, and the
- * one-observation initialization as its negative control), test/integration/coordinator/lifecycle.test.ts.
+ * Tests that fail when this breaks: test/unit/coordinator/nodes/fresh-cluster.test.ts (the schedule above, and the
+ * one-observation initialization as its negative control), test/integration/coordinator/lease/lifecycle.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { FreshInitReply } from '../scripts/script-results.js';

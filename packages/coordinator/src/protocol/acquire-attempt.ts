@@ -15,7 +15,7 @@
  * 4. A failed attempt releases everything it may hold (partial grants, or any node when replies are missing) before
  *    the caller retries (DESIGN §2.4).
  *
- * Tests that fail when this breaks: test/unit/coordinator/acquire-attempt.test.ts (minority of promises, validity
+ * Tests that fail when this breaks: test/unit/coordinator/protocol/acquire-attempt.test.ts (minority of promises, validity
  * from the wrong moment, a lease with no validity left), test/integration/coordinator/*.test.ts on real nodes.
  */
 import { NodeTimeoutError } from '../errors.js';

@@ -30,7 +30,7 @@
  *    smaller resources; the chain of blockers is ordered by resource and ends. Retries of the losers are spread
  *    by jitter, and the one-resource protocol's own split votes are handled there.
  *
- * Tests that fail when this breaks: test/integration/coordinator/multi-lease.test.ts (overlapping sets are
+ * Tests that fail when this breaks: test/integration/coordinator/lease/multi-lease.test.ts (overlapping sets are
  * exclusive; A,B vs B,A all finish within their waits; no partial grant is left after a failure or a timeout).
  */
 import { QuorumUnavailableError } from '@fenced/shared';

@@ -11,7 +11,7 @@
  *   expired and been taken in between) and is reported as lost.
  * - "Had it and lost it" is `LeaseLostError`, distinct from "never got it" (`LockedError`).
  *
- * Tests that fail when this breaks: test/unit/coordinator/extend.test.ts (an extend that succeeds on a minority),
+ * Tests that fail when this breaks: test/unit/coordinator/protocol/extend.test.ts (an extend that succeeds on a minority),
  * test/fault/late-commands.test.ts on real nodes.
  */
 import { LeaseLostError } from '@fenced/shared';

@@ -20,8 +20,8 @@
  * refusals reported. The rounds are bounded: refusals here mean other grants minted tokens meanwhile, and the
  * caller's wait loop retries the whole attempt.
  *
- * Tests that fail when this breaks: test/unit/coordinator/acquire-attempt.test.ts (a token accepted on fewer than
- * a quorum of promises), the protocol simulation (test/unit/coordinator/protocol-simulation.test.ts), and the
+ * Tests that fail when this breaks: test/unit/coordinator/protocol/acquire-attempt.test.ts (a token accepted on fewer than
+ * a quorum of promises), the protocol simulation (test/unit/coordinator/protocol/protocol-simulation.test.ts), and the
  * fault suite's token checker on real nodes.
  */
 import type { QuorumUnavailableError } from '@fenced/shared';

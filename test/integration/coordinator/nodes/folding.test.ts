@@ -1,0 +1,220 @@
+// The per-node floor and folding (DESIGN §3, "memory bounded by active resources"), and restart repairs that start
+// over, on real nodes. Tokens here are seeded far above the time-derived first guess, so a register lost by folding
+// (instead of moved into the floor) would show as a token going backwards: the proposal's clock cannot hide it.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { Coordinator } from '@fenced/coordinator';
+import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import {
+  eventually,
+  keysOf,
+  nodeKeysOf,
+  startCoordinatorFixture,
+  type CoordinatorFixture,
+} from '../../../fixtures/coordinator-fixture.js';
+
+let env: RedisNodes;
+let raw: Redis[];
+let cluster: CoordinatorFixture;
+
+beforeAll(async () => {
+  // The raw clients ignore their errors: restarts below reset them.
+  cluster = await startCoordinatorFixture(3, { coordinator: false });
+  ({ env, raw } = cluster);
+});
+
+afterAll(async () => {
+  await cluster?.close();
+});
+
+/** Keys under `prefix` on one node. */
+async function keysUnder(client: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5_000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  return found;
+}
+
+/** Runs `task` for every item with at most `concurrency` at a time. */
+async function pool<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  task: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await task(items[i]!);
+      }
+    }),
+  );
+  return results;
+}
+
+describe('folding idle registers into the floor', () => {
+  it('leaves a handful of keys per node after 20 000 resources went idle, and tokens still grow', async () => {
+    const prefix = `fold-${randomUUID().slice(0, 8)}`;
+    const options = { nodes: env.urls, keyPrefix: prefix, maxTtlMs: 2_000, tokenRetentionMs: 3_000 };
+    const resources = Array.from({ length: 20_000 }, (_, i) => `order:${i}`);
+    const first = new Coordinator(options);
+    await first.ready(); // initializes the fresh namespace (a node holding registers already is not fresh)
+    // Registers far above any time-derived guess: every first token comes from the registers, not the clock.
+    const seeded = (BigInt(Date.now()) << 21n) + 1_000_000n;
+    await Promise.all(
+      raw.map(async (client) => {
+        const pipeline = client.pipeline();
+        resources.forEach((r, i) => pipeline.set(keysOf(r, prefix).token, (seeded + BigInt(i)).toString()));
+        await pipeline.exec();
+      }),
+    );
+
+    let before: bigint[];
+    try {
+      before = await pool(resources, 64, async (resource) => {
+        const lease = await first.acquire(resource, { ttlMs: 1_000 });
+        await lease.release();
+        return lease.token;
+      });
+      // Each node keeps only its incarnation key, its floor and the fold lock once the retention has passed.
+      await eventually(
+        async () => {
+          const counts = await Promise.all(raw.map(async (c) => (await keysUnder(c, prefix)).length));
+          return counts.every((n) => n <= 5);
+        },
+        { what: 'the idle registers to be folded', timeoutMs: 40_000, intervalMs: 500 },
+      );
+      for (const client of raw) {
+        const keys = await keysUnder(client, prefix);
+        expect(keys.filter((k) => k.endsWith(':token'))).toEqual([]);
+        expect(BigInt((await client.get(nodeKeysOf(prefix).floor))!)).toBeGreaterThanOrEqual(
+          seeded + BigInt(resources.length - 1),
+        );
+      }
+    } finally {
+      await first.close();
+    }
+
+    // A fresh process locks every resource again: each token is above the one it had before.
+    const second = new Coordinator(options);
+    try {
+      const after = await pool(resources, 64, async (resource) => {
+        const lease = await second.acquire(resource, { ttlMs: 1_000 });
+        await lease.release();
+        return lease.token;
+      });
+      const backwards = resources.filter((_, i) => after[i]! <= before[i]!);
+      expect(backwards).toEqual([]);
+    } finally {
+      await second.close();
+    }
+    // 40 000 fsync-always cycles on three nodes: a budget for a loaded two-core machine, not a measurement.
+  }, 300_000);
+
+  it('never folds the register of a resource with a live lease', async () => {
+    const prefix = `fold-live-${randomUUID().slice(0, 8)}`;
+    const coordinator = new Coordinator({
+      nodes: env.urls,
+      keyPrefix: prefix,
+      maxTtlMs: 2_000,
+      tokenRetentionMs: 2_000,
+    });
+    try {
+      const held = await coordinator.acquire('held', { ttlMs: 2_000 });
+      const idle = await coordinator.acquire('idle', { ttlMs: 2_000 });
+      await idle.release();
+      // Keep `held` alive past the retention; `idle` goes.
+      await eventually(
+        async () => {
+          await held.extend(2_000);
+          return (await raw[0]!.exists(keysOf('idle', prefix).token)) === 0;
+        },
+        { what: 'the idle register to be folded', timeoutMs: 40_000, intervalMs: 500 },
+      );
+      expect(await raw[0]!.exists(keysOf('held', prefix).token)).toBe(1);
+      await held.release();
+    } finally {
+      await coordinator.close();
+    }
+  });
+});
+
+describe('a restart repair', () => {
+  it('starts over when the node restarts empty again during the repair, and then completes', async (ctx) => {
+    const why = env.missing('restartWithoutData');
+    if (why) ctx.skip(why);
+    const prefix = `repair-again-${randomUUID().slice(0, 8)}`;
+    const coordinator = new Coordinator({ nodes: env.urls, keyPrefix: prefix, maxTtlMs: 3_000 });
+    const problems: string[] = [];
+    try {
+      await coordinator.ready();
+      const lease = await coordinator.acquire('r', { ttlMs: 1_000 });
+      await lease.release();
+      const target = env.nodes[2]!;
+      await target.restart({ keepData: false });
+      // The next vote finds the node empty and starts its repair; it sits out maxTtlMs (3 s) first.
+      await eventually(
+        async () => {
+          const status = (await coordinator.nodeStatus())[2]!;
+          problems.push(...status.problems);
+          return status.problems.some((p) => /sits out/.test(p));
+        },
+        { what: 'the repair to sit out', timeoutMs: 40_000, intervalMs: 500 },
+      );
+      await target.restart({ keepData: false }); // again, while the repair runs: its marker is gone
+      await eventually(
+        async () => {
+          const status = (await coordinator.nodeStatus())[2]!;
+          problems.push(...status.problems);
+          return status.voting;
+        },
+        { what: 'the node to vote again', timeoutMs: 40_000, intervalMs: 500 },
+      );
+      expect(problems.join('\n')).toMatch(/starts over/);
+      const direct = raw[2]!;
+      expect(BigInt((await direct.get(keysOf('r', prefix).token)) ?? '0')).toBeGreaterThanOrEqual(
+        lease.token,
+      );
+      const next = await coordinator.acquire('r', { ttlMs: 1_000 });
+      expect(next.token).toBeGreaterThan(lease.token);
+      await next.release();
+    } finally {
+      await coordinator.close();
+    }
+  });
+
+  it('runs in one process at a time: a second process that finds the node empty waits for the first', async (ctx) => {
+    const why = env.missing('restartWithoutData');
+    if (why) ctx.skip(why);
+    const prefix = `repair-two-${randomUUID().slice(0, 8)}`;
+    const options = { nodes: env.urls, keyPrefix: prefix, maxTtlMs: 2_000 };
+    const first = new Coordinator(options);
+    const second = new Coordinator(options);
+    const seen: string[] = [];
+    try {
+      await first.ready();
+      await second.ready();
+      await env.nodes[1]!.restart({ keepData: false });
+      await eventually(
+        async () => {
+          const [a, b] = await Promise.all([first.nodeStatus(), second.nodeStatus()]);
+          seen.push(...a[1]!.problems, ...b[1]!.problems);
+          return a[1]!.voting && b[1]!.voting;
+        },
+        { what: 'both processes to see the node vote again', timeoutMs: 40_000, intervalMs: 500 },
+      );
+      expect(seen.join('\n')).toMatch(/another process is repairing it; waiting/);
+      expect(seen.join('\n')).toMatch(/sits out/);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+});
