@@ -3,7 +3,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { eventually, lockPath, startTestService, unique } from '../../../fixtures/service-fixture.js';
+import { eventually, lockPath, startTestService, unique } from '../../fixtures/service-fixture.js';
 
 const SERVER_ENTRY = fileURLToPath(
   new URL('../../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
+import { lockPath, startTestService, unique, type TestService } from '../../fixtures/service-fixture.js';
 
 /** Liveness bound for "the server closed it": far above every configured timeout, never a measurement. */
 const CLOSED_WITHIN_MS = 15_000;

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { ResponseValidator } from '../../../fixtures/response-validator.js';
+import { ResponseValidator } from '../../fixtures/response-validator.js';
 import {
   lockPath,
   startTestService,
   unique,
   type TestResponse,
   type TestService,
-} from '../../../fixtures/service-fixture.js';
+} from '../../fixtures/service-fixture.js';
 
 // The multi-resource routes (`/v1/leases`) against the real service, Coordinator and Redis nodes. Every response
 // is checked against the OpenAPI document the service serves, as in lock-api.test.ts.

@@ -2,15 +2,15 @@ import { QuorumUnavailableError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinatorClient } from '@fenced/coordinator/client';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { QUORUM_UNAVAILABLE_MESSAGE } from '../../../../packages/service/src/http/app.js';
-import { ResponseValidator } from '../../../fixtures/response-validator.js';
+import { QUORUM_UNAVAILABLE_MESSAGE } from '../../../packages/service/src/http/app.js';
+import { ResponseValidator } from '../../fixtures/response-validator.js';
 import {
   eventually,
   lockPath,
   startTestService,
   unique,
   type TestService,
-} from '../../../fixtures/service-fixture.js';
+} from '../../fixtures/service-fixture.js';
 
 interface Readiness {
   ready: boolean;

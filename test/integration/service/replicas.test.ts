@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { LeaseLostError, type ErrorBody, type LeaseResponseBody, type LockStatusBody } from '@fenced/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CoordinatorClient } from '@fenced/coordinator/client';
-import { resourceKeys } from '../../../fixtures/keys.js';
+import { resourceKeys } from '../../fixtures/keys.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { RespConnection } from '@fenced/test-utils/resp-connection';
 import {
@@ -11,7 +11,7 @@ import {
   startServiceProcess,
   unique,
   type ServiceProcess,
-} from '../../../fixtures/service-fixture.js';
+} from '../../fixtures/service-fixture.js';
 
 // Several service processes over the same Redis nodes, as an operator runs them behind a load balancer. The
 // service keeps no state of its own (DESIGN §5): a lease is its id and the nodes' keys, so any replica can

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { ResponseValidator } from '../../../fixtures/response-validator.js';
-import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
+import { ResponseValidator } from '../../fixtures/response-validator.js';
+import { lockPath, startTestService, unique, type TestService } from '../../fixtures/service-fixture.js';
 
 interface BadRequest {
   name: string;

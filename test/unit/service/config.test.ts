@@ -9,7 +9,7 @@ import {
   DEFAULT_SERVICE_CONFIG,
   isLoopbackHost,
   loadConfig,
-} from '../../../../packages/service/src/config.js';
+} from '../../../packages/service/src/config.js';
 
 const urls = 'redis://127.0.0.1:7001, redis://127.0.0.1:7002,redis://127.0.0.1:7003';
 

@@ -3,7 +3,7 @@
 // generous liveness bound.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { startTestService, type TestService } from '../../../fixtures/service-fixture.js';
+import { startTestService, type TestService } from '../../fixtures/service-fixture.js';
 
 let env: RedisNodes;
 let service: TestService;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
+import { lockPath, startTestService, unique, type TestService } from '../../fixtures/service-fixture.js';
 
 const KEY_A = 'key-a-0123456789abcdef';
 const KEY_B = 'key-b-fedcba9876543210';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, NODE_STATE_CHANNEL, type NodeStateEvent } from '@fenced/coordinator';
 import { findOrStartPostgres, type PostgresServer } from '@fenced/test-utils/postgres';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { eventually, startTestService, type TestService } from '../../../fixtures/service-fixture.js';
+import { eventually, startTestService, type TestService } from '../../fixtures/service-fixture.js';
 
 interface LogLine {
   level: number;

@@ -7,8 +7,8 @@ import { Coordinator } from '@fenced/coordinator';
 import { CoordinatorClient } from '@fenced/coordinator/client';
 import { PROOF_PATTERN, leaseIdDigest, verifyProof, type LeaseResponseBody } from '@fenced/shared';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { ResponseValidator } from '../../../fixtures/response-validator.js';
-import { lockPath, startTestService, unique, type TestService } from '../../../fixtures/service-fixture.js';
+import { ResponseValidator } from '../../fixtures/response-validator.js';
+import { lockPath, startTestService, unique, type TestService } from '../../fixtures/service-fixture.js';
 
 // Signed leases (DESIGN §4b) from the library, the service and the typed client, on real Redis.
 describe('signed leases', () => {

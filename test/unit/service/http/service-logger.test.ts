@@ -1,7 +1,7 @@
 import { UnsafeNodeError } from '@fenced/coordinator';
 import { describe, expect, it } from 'vitest';
-import { safeError } from '../../../../../packages/service/src/http/request-log.js';
-import { createServiceLogger } from '../../../../../packages/service/src/http/service-logger.js';
+import { safeError } from '../../../../packages/service/src/http/request-log.js';
+import { createServiceLogger } from '../../../../packages/service/src/http/service-logger.js';
 
 describe('the service log', () => {
   it("prints an error's real type on the fatal start-up line, as server.ts logs it", () => {

@@ -1,7 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { ResponseValidator } from '../../../fixtures/response-validator.js';
+import { ResponseValidator } from '../../fixtures/response-validator.js';
 import {
   eventually,
   lockPath,
@@ -9,7 +9,7 @@ import {
   unique,
   type TestResponse,
   type TestService,
-} from '../../../fixtures/service-fixture.js';
+} from '../../fixtures/service-fixture.js';
 
 // The wire contract of DESIGN §5, row by row, against the real service, Coordinator and Redis nodes. Every
 // response is also checked against the OpenAPI document the service serves.

@@ -8,7 +8,7 @@ import {
   startTestService,
   unique,
   type TestService,
-} from '../../../fixtures/service-fixture.js';
+} from '../../fixtures/service-fixture.js';
 
 const SERVER_ENTRY = fileURLToPath(
   new URL('../../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),

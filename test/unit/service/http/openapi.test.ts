@@ -1,8 +1,8 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
-import { createOpenApiDocument } from '../../../../../packages/service/src/http/openapi.js';
-import { createSchemas } from '../../../../../packages/service/src/http/schemas.js';
-import { ResponseValidator } from '../../../../fixtures/response-validator.js';
+import { createOpenApiDocument } from '../../../../packages/service/src/http/openapi.js';
+import { createSchemas } from '../../../../packages/service/src/http/schemas.js';
+import { ResponseValidator } from '../../../fixtures/response-validator.js';
 
 const limits = { minTtlMs: 100, maxTtlMs: 60_000, maxWaitMs: 5_000 };
 

@@ -6,7 +6,7 @@ import {
   startTestService,
   unique,
   type TestService,
-} from '../../../fixtures/service-fixture.js';
+} from '../../fixtures/service-fixture.js';
 
 const WAITERS = 25;
 
