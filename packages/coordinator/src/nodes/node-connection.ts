@@ -42,7 +42,7 @@ import {
   resourceKeyPattern,
   tokenKeyPattern,
 } from '../redlock/keys.js';
-import type { ProtocolNode } from '../protocol/protocol-node.js';
+import type { ProtocolNode } from './protocol-node.js';
 import type { RepairProgress } from './repair.js';
 import {
   configProblems,

@@ -29,7 +29,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CoordinatorSettings } from '../options.js';
-import type { ProtocolClock } from '../protocol/protocol-node.js';
+import type { ProtocolClock } from './protocol-node.js';
 import { driftMs } from '../redlock/validity.js';
 import type {
   FinishRepairReply,
