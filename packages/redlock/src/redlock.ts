@@ -60,6 +60,8 @@ export class Redlock extends EventEmitter {
   readonly coordinator: Coordinator;
   /** The last error each node's calls failed with (by node index): what a vote against reports. */
   private readonly lastNodeErrors = new Map<number, Error>();
+  /** The coordinator's first start-up (see leaseTtl). */
+  private started: Promise<void> | undefined;
 
   constructor(
     clients: Iterable<Client>,
@@ -120,7 +122,7 @@ export class Redlock extends EventEmitter {
   async acquire(resources: string[], duration: number, settings?: Partial<Settings>): Promise<Lock> {
     checkDuration(duration);
     const merged = this.merge(settings);
-    const ttlMs = this.leaseTtl(duration);
+    const ttlMs = await this.leaseTtl(duration);
     const attempts: Promise<ExecutionStats>[] = [];
     const maxAttempts = merged.retryCount < 0 ? Infinity : merged.retryCount + 1;
     for (let attempt = 1; ; attempt++) {
@@ -179,7 +181,7 @@ export class Redlock extends EventEmitter {
     existing.expiration = 0;
     existing.keeper?.stop();
     try {
-      await existing.lease.extend(this.leaseTtl(duration));
+      await existing.lease.extend(await this.leaseTtl(duration));
     } catch (error) {
       throw this.executionError(error, existing.resources.length);
     }
@@ -281,8 +283,14 @@ export class Redlock extends EventEmitter {
     }
   }
 
-  /** The lease ttl for a requested duration: the duration, or the cluster's maximum when it is longer. */
-  private leaseTtl(duration: number): number {
+  /**
+   * The lease ttl for a requested duration: the duration, or the cluster's maximum when it is longer. Read once
+   * the coordinator has started, so a maximum it takes from the nodes is the one used. A failed start-up is not
+   * reported here: the acquire that follows reports it in redlock's shape.
+   */
+  private async leaseTtl(duration: number): Promise<number> {
+    this.started ??= this.coordinator.ready().catch(() => undefined);
+    await this.started;
     return Math.min(duration, this.coordinator.settings.maxTtlMs);
   }
 
