@@ -23,6 +23,8 @@ export const ScriptCode = {
   INITIALIZED: 10,
   /** Another repair holds the node's repair marker. */
   BUSY: 11,
+  /** fresh-init.lua: this initialization's init mark is gone from the node (it restarted, or the marks expired). */
+  NO_INIT_MARK: 12,
 } as const;
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
 
@@ -63,7 +65,7 @@ export const SCRIPT_CODES = {
   'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
-  'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_REPAIR_MARKER],
+  'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
 
 /** Results shared by several scripts: the node must not vote. */
@@ -113,9 +115,9 @@ export type FoldReply =
   | { readonly kind: 'not-initialized' }
   | { readonly kind: 'corrupt' };
 export type FinishRepairReply = { readonly kind: 'finished' } | { readonly kind: 'no-repair-marker' };
-/** fresh-init.lua: `ok` (marked, mark still ours, or initialized), `initialized` (not fresh), `mark-lost`. */
+/** fresh-init.lua: `ok` (marked, init mark still ours, or initialized), `initialized` (not fresh), `init-mark-lost`. */
 export type FreshInitReply =
-  { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'mark-lost' };
+  { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'init-mark-lost' };
 
 export interface ScriptReplies {
   acquire: AcquireReply;
@@ -254,8 +256,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'ok' });
       case ScriptCode.INITIALIZED:
         return r.done({ kind: 'initialized' });
-      case ScriptCode.NO_REPAIR_MARKER:
-        return r.done({ kind: 'mark-lost' });
+      case ScriptCode.NO_INIT_MARK:
+        return r.done({ kind: 'init-mark-lost' });
     }
   },
   'finish-repair': (r) => {
