@@ -16,7 +16,9 @@ export interface CoordinatorOptions {
   /**
    * The independent Redis masters: ioredis clients or `redis://` URLs, at least one, no duplicates.
    * Quorum is `floor(N/2) + 1`. Clients passed in stay yours (never closed here) and must not use ioredis'
-   * own `keyPrefix`; clients made from URLs are created and closed by the coordinator.
+   * own `keyPrefix`; clients made from URLs are created and closed by the coordinator. A client is recognised by
+   * what it can do: ioredis 4.28+ or 5, from any copy of the module (cast it if its type is another copy's). An
+   * ioredis `Cluster` is refused: a Redis Cluster as a node is not supported yet.
    */
   nodes: Array<string | Redis>;
   /**

@@ -1,11 +1,18 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+
+/**
+ * A client as redlock v5 types it. Any ioredis 4.28+ or 5 `Redis` client works, from any copy of the module; a
+ * `Cluster` is typed (redlock accepts it) but refused at construction: a Redis Cluster as a quorum member is not
+ * supported yet.
+ */
+export type Client = Redis | Cluster;
 
 /** The per-attempt report of redlock v5. fenced reports one summary per operation (see `ExecutionError`). */
 export interface ExecutionStats {
   readonly membershipSize: number;
   readonly quorumSize: number;
-  readonly votesFor: Set<Redis>;
-  readonly votesAgainst: Map<Redis, Error>;
+  readonly votesFor: Set<Client>;
+  readonly votesAgainst: Map<Client, Error>;
 }
 
 export interface ExecutionResult {

@@ -1,5 +1,6 @@
 import type { MultiLease } from '@fenced/coordinator';
 import type { ExecutionResult, ExecutionStats } from './errors.js';
+import type { LongLockKeeper } from './keeper.js';
 
 /** What a lock needs from its Redlock (redlock v5 calls back into the instance the same way). */
 export interface LockOwner {
@@ -22,6 +23,8 @@ export class Lock {
   readonly tokens: ReadonlyMap<string, bigint>;
   /** The fencing proof of each resource when the coordinator has a signing key. */
   readonly proofs: ReadonlyMap<string, string> | undefined;
+  /** @internal Extends the lease while a duration above the cluster's maximum TTL lasts (keeper.ts). */
+  keeper: LongLockKeeper | undefined;
 
   constructor(
     readonly redlock: LockOwner,

@@ -1,8 +1,16 @@
-import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Coordinator, type CoordinatorOptions, type MultiLease } from '@fenced/coordinator';
 import { LeaseLostError, LockedError, QuorumUnavailableError } from '@fenced/shared';
-import { ExecutionError, ResourceLockedError, type ExecutionResult, type ExecutionStats } from './errors.js';
+import {
+  ExecutionError,
+  ResourceLockedError,
+  type Client,
+  type ExecutionResult,
+  type ExecutionStats,
+} from './errors.js';
+import { LongLockKeeper } from './keeper.js';
 import { Lock } from './lock.js';
 
 /** redlock v5's settings, with its defaults. */
@@ -39,34 +47,24 @@ export const DEFAULT_REDLOCK_SETTINGS: Readonly<Settings> = Object.freeze({
   automaticExtensionThreshold: 500,
 } satisfies Settings);
 
-const MAX_WAIT_MS = 2_147_483_647;
 const SETTING_NAMES = new Set(Object.keys(DEFAULT_REDLOCK_SETTINGS));
-
-/**
- * How long fenced waits for what redlock would have tried `retryCount + 1` times: the longest window redlock's
- * retries could span, `retryCount × (retryDelay + retryJitter)`; `-1` waits as long as a timer can. Within the
- * window fenced does not poll: a release wakes the waiter (pub/sub), with the retry delay only as a fallback.
- */
-export function waitMsOf(settings: Settings): number {
-  if (settings.retryCount < 0) return MAX_WAIT_MS;
-  return Math.min(
-    MAX_WAIT_MS,
-    Math.max(0, settings.retryCount * (settings.retryDelay + settings.retryJitter)),
-  );
-}
 
 /**
  * The redlock v5 API over a fenced {@link Coordinator}: the same constructor, methods, events and errors, and
  * every lock carries fencing tokens. See the package README for what behaves differently and why.
  */
 export class Redlock extends EventEmitter {
-  readonly clients: Set<Redis>;
+  readonly clients: Set<Client>;
   readonly settings: Settings;
   /** The coordinator doing the work (fenced's own API: `inspect`, `acquire` with `autoExtend`, ...). */
   readonly coordinator: Coordinator;
+  /** The last error each node's calls failed with (by node index): what a vote against reports. */
+  private readonly lastNodeErrors = new Map<number, Error>();
+  /** The coordinator's first start-up (see leaseTtl). */
+  private started: Promise<void> | undefined;
 
   constructor(
-    clients: Iterable<Redis>,
+    clients: Iterable<Client>,
     settings: Partial<Settings> & FencedSettings = {},
     scripts?: unknown,
   ) {
@@ -91,13 +89,16 @@ export class Redlock extends EventEmitter {
     this.settings = Object.freeze({ ...DEFAULT_REDLOCK_SETTINGS, ...(redlockSettings as Partial<Settings>) });
     this.coordinator = new Coordinator({
       ...(fencedSettings as FencedSettings),
-      nodes: [...this.clients],
+      // Recognised by what they can do (any copy of ioredis 4.28+ or 5); a Cluster is refused with its reason.
+      nodes: [...this.clients] as Redis[],
       driftFactor: this.settings.driftFactor,
       retryDelayMs: this.settings.retryDelay,
       retryJitterMs: this.settings.retryJitter,
     });
-    this.coordinator.on('nodeError', ({ error }) => {
-      this.emit('error', error instanceof Error ? error : new Error(String(error)));
+    this.coordinator.on('nodeError', ({ node, error }) => {
+      const reported = error instanceof Error ? error : new Error(String(error));
+      this.lastNodeErrors.set(node, reported);
+      this.emit('error', reported);
     });
   }
 
@@ -108,18 +109,45 @@ export class Redlock extends EventEmitter {
   }
 
   /**
-   * Acquires a lock on every resource, all or nothing, each with its own fencing token.
-   * @throws ExecutionError when not granted within the retry window or without a quorum
+   * Acquires a lock on every resource, all or nothing, each with its own fencing token. Makes up to
+   * `retryCount + 1` attempts (`-1`: until granted), as redlock does; between two attempts it waits
+   * `retryDelay ± retryJitter` ms, and a release of the resource in that time ends the wait at once (fenced's
+   * waiters), so the next attempt does not sleep through a free resource. `error.attempts` has one entry per
+   * attempt.
+   *
+   * A `duration` above the cluster's maximum TTL (`maxTtlMs`) is granted as a lease of `maxTtlMs` that is kept
+   * extended until `duration` is over (see keeper.ts for why the lease itself never lives longer).
+   * @throws ExecutionError when not granted within the attempts
    */
   async acquire(resources: string[], duration: number, settings?: Partial<Settings>): Promise<Lock> {
     checkDuration(duration);
     const merged = this.merge(settings);
-    const waitMs = waitMsOf(merged);
-    try {
-      const lease = await this.coordinator.acquire(resources, { ttlMs: duration, waitMs });
-      return new Lock(this, lease, [this.stats(null, 'for')], expirationOf(lease));
-    } catch (error) {
-      throw this.executionError(error, resources.length);
+    const ttlMs = await this.leaseTtl(duration);
+    const attempts: Promise<ExecutionStats>[] = [];
+    const maxAttempts = merged.retryCount < 0 ? Infinity : merged.retryCount + 1;
+    for (let attempt = 1; ; attempt++) {
+      const last = attempt >= maxAttempts;
+      const delayMs = last ? 0 : retryDelayOf(merged);
+      const started = performance.now();
+      try {
+        // Not the last attempt: wait up to one retry delay for a release (a waiter is woken by it).
+        const lease = await this.coordinator.acquire(resources, { ttlMs, waitMs: delayMs });
+        attempts.push(this.stats(null, 'for'));
+        return this.lockOf(lease, duration, attempts, merged);
+      } catch (error) {
+        if (!(error instanceof LockedError || error instanceof QuorumUnavailableError)) throw error;
+        attempts.push(this.stats(error, 'against', resources.length));
+        if (last) {
+          throw new ExecutionError(
+            'The operation was unable to achieve a quorum during its retry window.',
+            attempts,
+            { cause: error },
+          );
+        }
+        // A quorum shortfall fails at once: sleep what is left of the retry delay before the next attempt.
+        const left = delayMs - (performance.now() - started);
+        if (left > 0) await sleep(left);
+      }
     }
   }
 
@@ -130,6 +158,7 @@ export class Redlock extends EventEmitter {
    */
   async release(lock: Lock, _settings?: Partial<Settings>): Promise<ExecutionResult> {
     lock.expiration = 0;
+    lock.keeper?.stop();
     try {
       await lock.lease.release();
       return { attempts: [this.stats(null, 'for')] };
@@ -140,21 +169,23 @@ export class Redlock extends EventEmitter {
 
   /**
    * Extends a valid lock to `duration` from now; returns a new Lock and marks `existing` expired, as redlock
-   * does. Tokens never change on extension.
+   * does. Tokens never change on extension. A `duration` above `maxTtlMs` is kept as in `acquire`.
    * @throws ExecutionError when the lock already expired or was lost (the error's `cause` is a LeaseLostError)
    */
-  async extend(existing: Lock, duration: number, _settings?: Partial<Settings>): Promise<Lock> {
+  async extend(existing: Lock, duration: number, settings?: Partial<Settings>): Promise<Lock> {
     checkDuration(duration);
     if (existing.expiration < Date.now() || existing.lease.remainingMs() <= 0) {
       throw new ExecutionError('Cannot extend an already-expired lock.', []);
     }
+    const merged = this.merge(settings);
     existing.expiration = 0;
+    existing.keeper?.stop();
     try {
-      await existing.lease.extend(duration);
+      await existing.lease.extend(await this.leaseTtl(duration));
     } catch (error) {
       throw this.executionError(error, existing.resources.length);
     }
-    return new Lock(this, existing.lease, [this.stats(null, 'for')], expirationOf(existing.lease));
+    return this.lockOf(existing.lease, duration, [this.stats(null, 'for')], merged);
   }
 
   /**
@@ -252,15 +283,70 @@ export class Redlock extends EventEmitter {
     }
   }
 
+  /**
+   * The lease ttl for a requested duration: the duration, or the cluster's maximum when it is longer. Read once
+   * the coordinator has started, so a maximum it takes from the nodes is the one used. A failed start-up is not
+   * reported here: the acquire that follows reports it in redlock's shape.
+   */
+  private async leaseTtl(duration: number): Promise<number> {
+    this.started ??= this.coordinator.ready().catch(() => undefined);
+    await this.started;
+    return Math.min(duration, this.coordinator.settings.maxTtlMs);
+  }
+
+  /**
+   * A Lock over a lease that was just granted or extended to `leaseTtl(duration)`. Its `expiration` is the end of
+   * the requested duration, less the time the grant took and the drift (as redlock computes it); a duration
+   * above the lease's ttl gets a keeper that extends the lease until then.
+   */
+  private lockOf(
+    lease: MultiLease,
+    duration: number,
+    attempts: ReadonlyArray<Promise<ExecutionStats>>,
+    settings: Settings,
+  ): Lock {
+    const remaining = Math.max(0, lease.remainingMs());
+    const beyondLease = duration - lease.ttlMs;
+    const lock = new Lock(
+      this,
+      lease,
+      attempts,
+      Date.now() + Math.floor(remaining + Math.max(0, beyondLease)),
+    );
+    if (beyondLease > 0) {
+      lock.keeper = new LongLockKeeper(
+        lease,
+        performance.now() + remaining + beyondLease,
+        this.coordinator.settings.maxTtlMs,
+        settings.retryDelay,
+        (error) => {
+          lock.expiration = 0;
+          this.emit(
+            'error',
+            new ExecutionError('The lock was lost before its duration was over: an extension failed.', [], {
+              cause: error,
+            }),
+          );
+        },
+      );
+    }
+    return lock;
+  }
+
   private merge(settings: Partial<Settings> | undefined): Settings {
     const defined = Object.fromEntries(Object.entries(settings ?? {}).filter(([, v]) => v !== undefined));
     return { ...this.settings, ...(defined as Partial<Settings>) };
   }
 
-  /** One summary entry in redlock's shape; `against` maps node errors to the clients, in node order. */
+  /**
+   * One attempt's entry in redlock's shape. fenced decides the votes inside the coordinator, which reports the
+   * outcome, not each node's vote: a granted attempt lists every client in `votesFor`; an attempt refused
+   * because the resource was held lists every client in `votesAgainst` with a ResourceLockedError (fenced
+   * released any vote it had got); a quorum shortfall lists each node that could not vote with its error.
+   */
   private stats(error: unknown, vote: 'for' | 'against', resourceCount = 1): Promise<ExecutionStats> {
     const clients = [...this.clients];
-    const votesAgainst = new Map<Redis, Error>();
+    const votesAgainst = new Map<Client, Error>();
     if (vote === 'against') {
       clients.forEach((client, i) => {
         if (error instanceof LockedError) {
@@ -271,8 +357,12 @@ export class Redlock extends EventEmitter {
             ),
           );
         } else if (error instanceof QuorumUnavailableError) {
+          // The error the node's own calls failed with (as redlock reports it, e.g. ioredis' "Connection is
+          // closed."), else the coordinator's reason why the node could not vote.
           const reason = error.nodeErrors[i];
-          if (reason !== null && reason !== undefined) votesAgainst.set(client, new Error(reason));
+          if (reason !== null && reason !== undefined) {
+            votesAgainst.set(client, this.lastNodeErrors.get(i) ?? new Error(reason));
+          }
         }
       });
     }
@@ -308,6 +398,7 @@ function checkDuration(duration: number): void {
   }
 }
 
-function expirationOf(lease: MultiLease): number {
-  return Date.now() + Math.max(0, Math.floor(lease.remainingMs()));
+/** redlock's delay between attempts: `retryDelay` plus or minus up to `retryJitter`, never negative. */
+function retryDelayOf(settings: Settings): number {
+  return Math.max(0, settings.retryDelay + Math.floor((Math.random() * 2 - 1) * settings.retryJitter));
 }

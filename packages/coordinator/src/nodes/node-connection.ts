@@ -6,9 +6,14 @@
  * KEYS in the order its contract block states, and keeping them in one class keeps the node's key layout in one
  * place. The protocol decisions are elsewhere (protocol/, tokens/, nodes/repair.ts).
  */
-import { Redis } from 'ioredis';
+// Through `module.exports`, which is the Redis class in ioredis 4 and 5 alike, with `.default` pointing to
+// itself (ioredis 4 has no named `Redis` export, so `import { Redis }` would fail where it is installed).
+import ioredis, { type Redis } from 'ioredis';
+
+const IORedis = ioredis.default;
 import { InvalidRequestError } from '@fenced/shared';
 import { NodeTimeoutError } from '../errors.js';
+import { asRedisClient, describeValue, SUPPORTED_IOREDIS_VERSIONS } from './client-shape.js';
 import {
   interpretReply,
   type AcquireReply,
@@ -114,7 +119,7 @@ export class NodeConnection implements ProtocolNode {
 
   constructor(
     readonly index: number,
-    node: string | Redis,
+    node: unknown,
     private readonly prefix: string,
     private readonly reportError: NodeErrorSink,
     connectTimeoutMs: number,
@@ -137,24 +142,26 @@ export class NodeConnection implements ProtocolNode {
       const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
       this.address = `${url.hostname}:${port}`;
       this.identity = `${this.address.toLowerCase()}/${db}`;
-      this.client = new Redis(node, ownedClientOptions(connectTimeoutMs));
+      this.client = new IORedis(node, ownedClientOptions(connectTimeoutMs));
       this.owned = true;
-    } else if (node instanceof Redis) {
-      if (node.options.keyPrefix) {
+    } else {
+      const client = asRedisClient(node, index);
+      if (client === undefined) {
+        throw new InvalidRequestError(
+          `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client (ioredis ${SUPPORTED_IOREDIS_VERSIONS}), got ${describeValue(node)}`,
+        );
+      }
+      if (client.options.keyPrefix) {
         throw new InvalidRequestError(
           `nodes[${index}] must not use ioredis' keyPrefix; use the keyPrefix option`,
         );
       }
-      const host = node.options.host ?? 'localhost';
-      const port = node.options.port ?? 6379;
-      this.address = node.options.path ?? `${host}:${port}`;
-      this.identity = `${this.address.toLowerCase()}/${node.options.db ?? 0}`;
-      this.client = node;
+      const host = client.options.host ?? 'localhost';
+      const port = client.options.port ?? 6379;
+      this.address = client.options.path ?? `${host}:${port}`;
+      this.identity = `${this.address.toLowerCase()}/${client.options.db ?? 0}`;
+      this.client = client;
       this.owned = false;
-    } else {
-      throw new InvalidRequestError(
-        `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
-      );
     }
     this.incarnationKey = incarnationKey(prefix);
     this.floorKey = floorKey(prefix);

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Command, type Redis } from 'ioredis';
+// Through `module.exports` (the Redis class, carrying `Command` in ioredis 4 and 5 alike): ioredis 4 has no
+// named ESM exports, so `import { Command }` would fail where it is installed.
+import ioredis, { type Redis } from 'ioredis';
+
+const { Command } = ioredis;
 import type { ScriptName } from './script-results.js';
 
 /**
