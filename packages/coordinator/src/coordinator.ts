@@ -90,7 +90,14 @@ const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
 export class Coordinator extends EventEmitter<CoordinatorEvents> implements LeaseOperations {
   readonly quorum: number;
   readonly nodeCount: number;
-  readonly settings: Readonly<CoordinatorSettings>;
+
+  /**
+   * The settings this coordinator runs with: the options with defaults filled in, and — after `ready()` with
+   * `clusterSettings: 'adopt'` — the cluster's maxTtlMs recorded on the nodes.
+   */
+  get settings(): Readonly<CoordinatorSettings> {
+    return this.nodes.settings;
+  }
 
   private readonly nodes: NodeSet;
   private readonly proposer = new TokenProposer();
@@ -104,11 +111,11 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
 
   constructor(options: CoordinatorOptions) {
     super();
-    this.settings = resolveOptions(options);
+    const settings = resolveOptions(options);
     this.signer = createLeaseSigner(options.signingKey);
     this.nodes = new NodeSet(
       (options as { nodes?: unknown }).nodes,
-      this.settings,
+      settings,
       (i, operation, error) => this.reportNodeError(i, operation, error),
       this.closing.signal,
       (node, repair) =>
@@ -134,6 +141,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    * starts repairs of nodes that restarted empty). Every operation awaits it implicitly.
    * @throws UnsafeNodeError when a node fails the start-up checks (unless `unsafeAllowUnsafeNodes`), naming the
    *   node and the setting
+   * @throws ClusterSettingsError when this process's node count, or its maxTtlMs (unless `clusterSettings:
+   *   'adopt'`), differs from the cluster's settings recorded on the nodes, naming both values
    * @throws QuorumUnavailableError when fewer than a quorum of nodes may vote; the message names each node's
    *   problems. The coordinator keeps re-checking in the background, so a later call may succeed.
    * @throws CoordinatorClosedError after `close()`
@@ -403,6 +412,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
             break;
           case 'exhausted':
             throw new TokenExhaustedError(resource);
+          case 'invalid':
+            throw result.error;
           case 'failed':
             break;
         }

@@ -15,7 +15,7 @@ export interface CliConfig {
   readonly keyPrefix: string | undefined;
   /** `--node-timeout-ms` / `FENCED_NODE_TIMEOUT_MS`. */
   readonly nodeTimeoutMs: number | undefined;
-  /** `--max-ttl-ms` / `FENCED_MAX_TTL_MS`: also a repair's sit-out, so it must match the service's. */
+  /** `--max-ttl-ms` / `FENCED_MAX_TTL_MS`: the max ttl a fresh cluster records (the commands adopt a recorded one). */
   readonly maxTtlMs: number;
   /** `FENCED_TOKEN_RETENTION_MS`. */
   readonly tokenRetentionMs: number | undefined;
@@ -40,7 +40,7 @@ export const CLUSTER_FLAGS_HELP = `cluster (flags override the service's environ
   --redis-urls <urls>          FENCED_REDIS_URLS: comma-separated redis:// URLs, in node order (required)
   --key-prefix <prefix>        FENCED_KEY_PREFIX (default ${DEFAULT_COORDINATOR_OPTIONS.keyPrefix})
   --node-timeout-ms <ms>       FENCED_NODE_TIMEOUT_MS (default ${DEFAULT_COORDINATOR_OPTIONS.nodeTimeoutMs})
-  --max-ttl-ms <ms>            FENCED_MAX_TTL_MS (default ${SERVICE_DEFAULT_MAX_TTL_MS}); a repair sits out this long
+  --max-ttl-ms <ms>            FENCED_MAX_TTL_MS (default ${SERVICE_DEFAULT_MAX_TTL_MS}); the cluster's recorded one wins
   --unsafe-allow-unsafe-nodes  FENCED_UNSAFE_ALLOW_UNSAFE_NODES: let nodes with unsafe settings vote
                                (FENCED_TOKEN_RETENTION_MS is read from the environment too)`;
 
@@ -153,6 +153,8 @@ export function coordinatorOptionsOf(config: CliConfig): CoordinatorOptions {
   const options: CoordinatorOptions = {
     nodes: [...config.redisUrls],
     maxTtlMs: config.maxTtlMs,
+    // The operator commands grant no leases: they run with whatever the cluster recorded.
+    clusterSettings: 'adopt',
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
   };
   if (config.keyPrefix !== undefined) options.keyPrefix = config.keyPrefix;
