@@ -57,9 +57,15 @@ export class ClientLease extends HeldLease<LeaseGrant> implements FencedLease {
     return this.grant.proof;
   }
 
-  /** @internal */
-  protected extendCall(ttlMs: number, signal?: AbortSignal): Promise<LeaseGrant> {
-    return this.#calls.extendById(this.resource, this.id, ttlMs, signal);
+  /**
+   * @internal An extension renews the timing only: the token and proof stay the grant's. The service reports the
+   * token the nodes' lease keys carry, and a node that refused the grant's final promise round still carries the
+   * first round's guess — taking the reply's token would swap the holder's token (and break its proof).
+   */
+  protected async extendCall(ttlMs: number, signal?: AbortSignal): Promise<LeaseGrant> {
+    const extended = await this.#calls.extendById(this.resource, this.id, ttlMs, signal);
+    const { resource, id, token, proof } = this.grant;
+    return { ...extended, resource, id, token, proof };
   }
 
   /** @internal */

@@ -64,9 +64,11 @@ export class ClientMultiLease extends HeldLease<MultiLeaseGrant> implements Fenc
     }));
   }
 
-  /** @internal */
-  protected extendCall(ttlMs: number, signal?: AbortSignal): Promise<MultiLeaseGrant> {
-    return this.#calls.extendManyById(this.resources, this.id, ttlMs, signal);
+  /** @internal An extension renews the timing only: the tokens and proofs stay the grant's (see ClientLease). */
+  protected async extendCall(ttlMs: number, signal?: AbortSignal): Promise<MultiLeaseGrant> {
+    const extended = await this.#calls.extendManyById(this.resources, this.id, ttlMs, signal);
+    const { resources, id, tokens, proofs } = this.grant;
+    return { ...extended, resources, id, tokens, proofs };
   }
 
   /** @internal */
