@@ -170,10 +170,12 @@ describe('fencing tokens on real nodes', () => {
       const keys = [
         'fenced:node:incarnation',
         'fenced:node:floor',
+        'fenced:node:seal',
         `fenced:{${resource}}:lease`,
         tokenKey(resource),
       ];
-      return runScript(redis, 'promise', keys, ['lease-id-0123456789', t]);
+      const epoch = (await redis.get('fenced:node:seal')) ?? '';
+      return runScript(redis, 'promise', keys, ['lease-id-0123456789', t, epoch]);
     };
     expect(await promise('99', '100')).toEqual([1, '100']); // longer is larger
     expect(await promise('100', '99')).toEqual([5, '100']);

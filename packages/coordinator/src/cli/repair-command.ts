@@ -19,8 +19,8 @@ import { UsageError } from './usage-error.js';
 
 export const REPAIR_USAGE = `usage: fenced-coordinator repair <node> [--watch] [--timeout-ms <ms>] [--json] [cluster flags]
 
-Repairs a Redis node that restarted empty (DESIGN §3): sits out the max ttl (FENCED_MAX_TTL_MS: use the
-service's value), copies the token registers from the other nodes, then lets the node vote again. Prints each
+Repairs a Redis node that restarted empty (DESIGN §3): seals and reads N - quorum + 1 of the other nodes, copies
+their token registers, floor, live leases and settings, then lets the node vote again, with no wait. Prints each
 step until it is done. A repair another process runs (the service starts one on its own) is joined, not
 duplicated. <node> is a node index (0-based, in FENCED_REDIS_URLS order) or its host:port. Ctrl-C stops a
 repair this command runs; any coordinator (the service) takes it over once its marker expires (15 s).
@@ -84,6 +84,11 @@ async function runRepair(
 ): Promise<number> {
   const coordinator = new Coordinator(coordinatorOptionsOf(config));
   coordinator.on('nodeError', () => undefined); // reported through the node's status and the repair's outcome
+  // Every step, as it happens (a poll would miss them: a repair takes milliseconds), from before the first probe:
+  // the probe that finds the node empty starts its repair at once.
+  coordinator.on('repairProgress', (event) => {
+    if (event.node === index) report.progress({ ...event.repair });
+  });
   try {
     const before = (await coordinator.nodeStatus())[index]!;
     if (!before.reachable) {
@@ -102,10 +107,6 @@ async function runRepair(
       );
       return ExitCode.FAILED;
     }
-    // Every step, as it happens (a poll would miss the quick ones: reading and copying take milliseconds).
-    coordinator.on('repairProgress', (event) => {
-      if (event.node === index) report.progress({ ...event.repair });
-    });
     const running = coordinator.cachedNodeStatus()[index]?.repair;
     if (running !== undefined) report.progress({ ...running });
     let outcome: { error: unknown } | undefined;
