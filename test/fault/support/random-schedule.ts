@@ -5,6 +5,8 @@ import { seedRegistersAhead, uniqueResource, type FaultWorld } from './fault-wor
 import { judge, sleep, type Verdict } from './verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './workload.js';
 import { seededRandom } from '@fenced/test-utils/seeded-random';
+import type { ClockShim } from '@fenced/test-utils/clock-shim';
+import { Redis } from 'ioredis';
 
 export type FaultStep =
   | { readonly kind: 'pause-node'; readonly node: number; readonly forMs: number }
@@ -24,7 +26,11 @@ export type FaultStep =
    */
   | { readonly kind: 'hold-client'; readonly client: number; readonly forMs: number }
   /** Resets a client's Postgres connections mid-transaction: outcomes become unknown, retried by op id (G5). */
-  | { readonly kind: 'reset-client-db'; readonly client: number };
+  | { readonly kind: 'reset-client-db'; readonly client: number }
+  /** FLUSHALL on a node: it loses every key, its incarnation key among them, while it keeps running (F24). */
+  | { readonly kind: 'flush-node'; readonly node: number }
+  /** A node's clock (its clock shim) jumps by `byMs` for `forMs`, then back: its lease keys expire early or late. */
+  | { readonly kind: 'skew-node-clock'; readonly node: number; readonly byMs: number; readonly forMs: number };
 
 export interface ScheduledStep {
   readonly atMs: number;
@@ -36,6 +42,12 @@ export interface ScheduleOptions {
   readonly durationMs: number;
   readonly nodes: number;
   readonly clients: number;
+  /**
+   * The soak's nemesis: also flushes, node clock jumps, and empty restarts and flushes as often as any other node
+   * fault (a repair takes no wait, so a node that lost its state is back within a second or two).
+   * @defaultValue false
+   */
+  readonly extended?: boolean;
 }
 
 /**
@@ -55,12 +67,30 @@ export function planSchedule(options: ScheduleOptions): ScheduledStep[] {
     const disturbed = options.nodes - free.length;
     const roll = random();
     const node = free[int(0, Math.max(0, free.length - 1))];
+    if (options.extended === true && roll < 0.45 && node !== undefined && disturbed < 2) {
+      const pick = random();
+      if (pick < 0.2) {
+        busyUntil.set(node, at + 2_000);
+        steps.push({ atMs: at, step: { kind: 'restart-node-empty', node } });
+      } else if (pick < 0.4) {
+        busyUntil.set(node, at + 2_000);
+        steps.push({ atMs: at, step: { kind: 'flush-node', node } });
+      } else if (pick < 0.6) {
+        busyUntil.set(node, at + forMs);
+        const byMs = random() < 0.5 ? int(500, 5_000) : -int(500, 5_000);
+        steps.push({ atMs: at, step: { kind: 'skew-node-clock', node, byMs, forMs } });
+      } else {
+        busyUntil.set(node, at + forMs);
+        steps.push({ atMs: at, step: { kind: pick < 0.8 ? 'pause-node' : 'kill-node', node, forMs } });
+      }
+      continue;
+    }
     if (roll < 0.45 && node !== undefined && disturbed < 2) {
       const kind =
         roll < 0.2 ? 'pause-node' : roll < 0.4 || emptyRestarts > 0 ? 'kill-node' : 'restart-node-empty';
       if (kind === 'restart-node-empty') {
         emptyRestarts++;
-        busyUntil.set(node, at + 6_000); // it sits out a repair before it votes again
+        busyUntil.set(node, at + 6_000);
         steps.push({ atMs: at, step: { kind, node } });
       } else {
         busyUntil.set(node, at + forMs);
@@ -91,7 +121,10 @@ export function describeStep({ atMs, step }: ScheduledStep): string {
     case 'kill-node':
       return `${at} ${step.kind} ${step.node} for ${step.forMs} ms`;
     case 'restart-node-empty':
+    case 'flush-node':
       return `${at} ${step.kind} ${step.node}`;
+    case 'skew-node-clock':
+      return `${at} ${step.kind} ${step.node} by ${step.byMs} ms for ${step.forMs} ms`;
     case 'partition-client':
       return `${at} cut client ${step.client} from nodes ${step.nodes.join(',')} for ${step.forMs} ms`;
     case 'delay-client':
@@ -109,6 +142,11 @@ export interface RandomRunOptions {
   readonly clients?: number;
   /** Called about once a second with counts so far (the soak's progress display). */
   readonly onProgress?: (progress: RandomRunProgress) => void;
+  /**
+   * The soak's nemesis (see ScheduleOptions.extended), with every node's clock shim (the world's nodes run with
+   * them), clients whose coordinators have two different node timeouts, and folding into the floor every second.
+   */
+  readonly extended?: { readonly nodeClocks: readonly ClockShim[] };
 }
 
 export interface RandomRunProgress {
@@ -149,13 +187,15 @@ export async function runRandomSchedule(
     durationMs: options.durationMs,
     nodes: world.redis.nodes.length,
     clients: clientCount,
+    extended: options.extended !== undefined,
   });
   const resource = uniqueResource(`random-${options.seed}`);
   await world.ensureCounter(resource);
   // Every client shares this machine's clock, so the proposal's time floor alone would lift each later token
   // above each earlier one. Registers far above the floor make every token come from the quorum registers
   // (DESIGN §7): a register that went backwards — an empty restart repaired wrongly — shows in the tokens.
-  const seeded = await seedRegistersAhead(await world.connectedClients(world.urls), resource);
+  // Short-lived clients (a soak runs for hours: a client kept per run would pile up).
+  const seeded = await withClients(world.urls, (clients) => seedRegistersAhead(clients, resource));
   const history = new History();
   const links: ClientLinks[] = [];
   const clients: WorkloadClient[] = [];
@@ -167,7 +207,14 @@ export async function runRandomSchedule(
       links.push({ redis, postgres });
       const store = world.anotherStore({ connectionString: postgres.url, maxConnections: 2 });
       await store.read((trx) => readCounter(trx, resource));
-      const coordinator = world.coordinator({ nodes: redis.urls });
+      // The extended nemesis: half the clients wait up to 2 s for a node, the others 400 ms; registers idle for
+      // 3 s are folded into the floor (every coordinator runs fold passes).
+      const coordinator = world.coordinator({
+        nodes: redis.urls,
+        ...(options.extended !== undefined
+          ? { nodeTimeoutMs: i % 2 === 0 ? 400 : 2_000, tokenRetentionMs: 3_000 }
+          : {}),
+      });
       await coordinator.ready();
       clients.push({ name: `W${i}`, coordinator, store });
     }
@@ -180,7 +227,7 @@ export async function runRandomSchedule(
     const fault = async (step: FaultStep): Promise<void> => {
       active++;
       try {
-        await apply(world, links, step);
+        await apply(world, links, step, options.extended?.nodeClocks);
       } finally {
         active--;
       }
@@ -233,8 +280,24 @@ export async function runRandomSchedule(
 }
 
 /** Applies one fault and undoes it after its duration. */
-async function apply(world: FaultWorld, links: readonly ClientLinks[], step: FaultStep): Promise<void> {
+async function apply(
+  world: FaultWorld,
+  links: readonly ClientLinks[],
+  step: FaultStep,
+  nodeClocks: readonly ClockShim[] | undefined,
+): Promise<void> {
   switch (step.kind) {
+    case 'flush-node':
+      await withClients([world.urls[step.node]!], ([client]) => client!.flushall());
+      return;
+    case 'skew-node-clock': {
+      const clock = nodeClocks?.[step.node];
+      if (clock === undefined) return;
+      await clock.jump(step.byMs);
+      await sleep(step.forMs);
+      await clock.reset();
+      return;
+    }
     case 'pause-node': {
       const node = world.redis.nodes[step.node]!;
       node.pause();
@@ -284,6 +347,16 @@ async function apply(world: FaultWorld, links: readonly ClientLinks[], step: Fau
       client.postgres.release();
       return;
     }
+  }
+}
+
+/** Runs `fn` with a client per URL, connected, and closes them after. */
+async function withClients<T>(urls: readonly string[], fn: (clients: Redis[]) => Promise<T>): Promise<T> {
+  const clients = urls.map((url) => new Redis(url, { maxRetriesPerRequest: 3 }).on('error', () => undefined));
+  try {
+    return await fn(clients);
+  } finally {
+    for (const client of clients) client.disconnect();
   }
 }
 
