@@ -130,7 +130,10 @@ try {
       .filter((i) => /increments ok|\d+ grants|holding intervals/.test(i))
       .join('; ');
     if (verdict.ok) {
-      console.log(`seed ${seed}: ok — ${schedule.length} faults; ${counts}`);
+      const kinds = new Map<string, number>();
+      for (const { step } of schedule) kinds.set(step.kind, (kinds.get(step.kind) ?? 0) + 1);
+      const faults = [...kinds].map(([kind, n]) => `${n} ${kind}`).join(', ');
+      console.log(`seed ${seed}: ok — ${schedule.length} faults (${faults}); ${counts}`);
     } else {
       failed++;
       const file = await dumpHistory(history, `soak-seed-${seed}`);
