@@ -28,7 +28,7 @@ export interface LockLibrary {
   readonly baselineCommit?: string;
   /**
    * For fenced: its token retention and how often its fold passes start, so the scale scenario knows how long
-   * idle registers stay (nodes/node-set.ts `foldIntervalMs`).
+   * idle registers stay (nodes/fold.ts `foldIntervalMs`).
    */
   readonly folding?: {
     readonly retentionMs: number;
@@ -102,7 +102,7 @@ export interface FencedBenchOptions {
   tokenRetentionMs: number;
 }
 
-/** How often the coordinator starts fold passes for a retention: half of it, 1 s to 60 s (nodes/node-set.ts). */
+/** How often the coordinator starts fold passes for a retention: half of it, 1 s to 60 s (nodes/fold.ts). */
 export function foldIntervalMs(tokenRetentionMs: number): number {
   return Math.min(60_000, Math.max(1_000, Math.floor(tokenRetentionMs / 2)));
 }

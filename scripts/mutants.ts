@@ -2,20 +2,35 @@
 //
 //   npm run mutants                     baseline, then every mutant; writes docs/mutation-testing.md
 //   npm run mutants -- --only 08        baseline of 08's tests, then mutant 08 alone (the docs are not written)
-//   npm run mutants -- --list           the table, nothing run
+//   npm run mutants -- --list           the table, where each mutant's code and tests are now; nothing run
 //
-// For each mutant: `git apply` its patch on the clean tree, run only the tests listed to kill it (one vitest run
-// per entry, each with its -t name pattern), record killed / survived and the time, `git apply -R`, and check the
-// tree is clean again. A test file that fails to load counts as killed but is flagged as a crash. Before any
-// mutant, the same tests run on the unmutated tree and must all pass — a kill by a test that fails anyway proves
-// nothing. Refuses to start on a dirty tree (it would be restored to HEAD's content, not yours). Exits 1 when a
-// mutant survives, a patch does not apply, a killing test was skipped, or the baseline fails.
+// A mutant is a list of search-and-replace edits of the exact code it breaks, found wherever that code lives now
+// in its package's src/ and lua/ (scripts/mutant-edits.ts), so moving files never breaks the table. Before
+// anything runs, every chosen mutant is located: a snippet that is gone or matches more than once, or a killing
+// test file that is missing or ambiguous, stops the run with an error naming the mutant and the snippet. For each
+// mutant: write the mutated files on the clean tree, run only the tests listed to kill it (one vitest run per
+// entry, each with its -t name pattern), record killed / survived and the time, write the original content back,
+// and check the tree is clean again. A test file that fails to load counts as killed but is flagged as a crash.
+// Before any mutant, the same tests run on the unmutated tree and must all pass — a kill by a test that fails
+// anyway proves nothing. Refuses to start on a dirty tree (a mutant is judged against committed code). Exits 1
+// when a mutant survives or a killing test was skipped or the baseline fails, 2 when the table does not locate.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  applyEdits,
+  type Edit,
+  locateEdits,
+  type LocatedEdit,
+  locateTest,
+  MutantTableError,
+  searchedFolders,
+  type Suite,
+  SUITES,
+} from './mutant-edits.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TABLE = path.join(ROOT, 'test/mutants/mutants.json');
@@ -24,18 +39,42 @@ const OUT = path.join(ROOT, '.tmp/mutants');
 /** A killing run that takes longer than this is stopped (and counted as a timeout: killed, flagged). */
 const RUN_TIMEOUT_MS = 10 * 60_000;
 
-interface KillingTest {
-  /** Test file, relative to the repository root. */
+/** A killing test as the table names it: a file name, found anywhere under test/<suite>/. */
+interface TableTest {
+  readonly suite: Suite;
   readonly test: string;
   /** Optional vitest -t pattern: only the tests whose full name matches run. */
   readonly name?: string;
 }
 
+/** A mutant as the table writes it. */
+interface TableMutant {
+  readonly id: string;
+  readonly name: string;
+  /** The folder under packages/ whose src/ and lua/ are searched for the edits' snippets. */
+  readonly package: string;
+  /** Where the code was when the mutant was written: shown in reports, never used to find the code. */
+  readonly file?: string;
+  readonly bug: string;
+  readonly edits: readonly Edit[];
+  readonly killedBy: readonly TableTest[];
+}
+
+interface KillingTest {
+  /** Test file as located now, relative to the repository root. */
+  readonly test: string;
+  readonly name?: string;
+}
+
+/** A mutant located in the tree as it is now. */
 interface Mutant {
   readonly id: string;
-  readonly patch: string;
+  /** The files its edits were found in (comma-separated). */
   readonly file: string;
+  /** The table's `file`, when it names none of the files found: the code moved since the mutant was written. */
+  readonly movedFrom?: string;
   readonly bug: string;
+  readonly located: readonly LocatedEdit[];
   readonly killedBy: readonly KillingTest[];
 }
 
@@ -51,22 +90,24 @@ interface TestRun {
   readonly log: string;
 }
 
-/** The patch applied right now, if any: restored on Ctrl-C as well. */
-let appliedPatch: string | undefined;
+/** The original content of the files a mutant changed right now, if any: written back on Ctrl-C as well. */
+let mutatedFiles: ReadonlyMap<string, string> | undefined;
+
+function restore(originals: ReadonlyMap<string, string>): void {
+  for (const [file, text] of originals) writeFileSync(path.join(ROOT, file), text);
+}
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    if (appliedPatch !== undefined) {
-      const restored = git('apply', '-R', appliedPatch);
-      console.error(
-        restored.ok ? `\nrestored ${appliedPatch}` : `\nrestore ${appliedPatch} by hand: ${restored.out}`,
-      );
+    if (mutatedFiles !== undefined) {
+      restore(mutatedFiles);
+      console.error(`\nrestored ${[...mutatedFiles.keys()].join(', ')}`);
     }
     process.exit(130);
   });
 }
 
-type MutantVerdict = 'killed' | 'survived' | 'inconclusive' | 'does not apply';
+type MutantVerdict = 'killed' | 'survived' | 'inconclusive';
 
 interface MutantResult {
   readonly mutant: Mutant;
@@ -82,16 +123,89 @@ const { values } = parseArgs({
   },
 });
 
-function loadTable(): Mutant[] {
-  const parsed = JSON.parse(readFileSync(TABLE, 'utf8')) as { mutants: Mutant[] };
-  for (const m of parsed.mutants) {
-    if (!existsSync(path.join(ROOT, 'test/mutants', m.patch)))
-      throw new Error(`mutant ${m.id}: no ${m.patch}`);
-    for (const k of m.killedBy) {
-      if (!existsSync(path.join(ROOT, k.test))) throw new Error(`mutant ${m.id}: no test file ${k.test}`);
+function isLines(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((line) => typeof line === 'string');
+}
+
+/** The table as written, each entry checked for shape (what was wrong, what was given, what is allowed). */
+function loadTable(): TableMutant[] {
+  const parsed = JSON.parse(readFileSync(TABLE, 'utf8')) as { mutants?: unknown };
+  if (!Array.isArray(parsed.mutants)) throw new MutantTableError(`${TABLE}: no "mutants" array`);
+  const mutants = parsed.mutants as TableMutant[];
+  for (const [i, m] of mutants.entries()) {
+    const where = `mutant ${typeof m.id === 'string' ? m.id : `#${i + 1} (no string id)`}`;
+    if (typeof m.package !== 'string') {
+      throw new MutantTableError(
+        `${where}: "package" must be a folder name under packages/, got ${typeof m.package}`,
+      );
+    }
+    if (!Array.isArray(m.edits) || m.edits.length === 0) {
+      throw new MutantTableError(`${where}: "edits" must be a non-empty array of {find, replace}`);
+    }
+    for (const [j, e] of (m.edits as readonly Edit[]).entries()) {
+      if (!isLines(e.find) || e.find.length === 0 || !isLines(e.replace)) {
+        throw new MutantTableError(
+          `${where}, edit ${j + 1}: "find" must be a non-empty array of lines and "replace" an array of lines, ` +
+            `got find ${JSON.stringify(e.find)}, replace ${JSON.stringify(e.replace)}`,
+        );
+      }
+      if (e.find.join('\n') === e.replace.join('\n')) {
+        throw new MutantTableError(
+          `${where}, edit ${j + 1}: "replace" is the same as "find" (it breaks nothing)`,
+        );
+      }
+    }
+    if (!Array.isArray(m.killedBy) || m.killedBy.length === 0) {
+      throw new MutantTableError(`${where}: "killedBy" must be a non-empty array of {suite, test, name?}`);
+    }
+    for (const k of m.killedBy as readonly TableTest[]) {
+      if (
+        !(SUITES as readonly unknown[]).includes(k.suite) ||
+        typeof k.test !== 'string' ||
+        k.test.includes('/')
+      ) {
+        throw new MutantTableError(
+          `${where}: a killing test must be {suite: ${SUITES.map((s) => `"${s}"`).join(' | ')}, test: a file name ` +
+            `without folders}, got ${JSON.stringify(k)}`,
+        );
+      }
     }
   }
-  return parsed.mutants;
+  return mutants;
+}
+
+/** Every chosen mutant located in the tree as it is now; every problem found is reported at once. */
+function locate(table: readonly TableMutant[]): Mutant[] {
+  const problems: string[] = [];
+  const located: Mutant[] = [];
+  for (const m of table) {
+    try {
+      const edits = locateEdits(ROOT, m.id, searchedFolders(ROOT, m.id, m.package), m.edits);
+      const killedBy = m.killedBy.map((k): KillingTest => {
+        const test = locateTest(ROOT, m.id, k.suite, k.test);
+        return k.name === undefined ? { test } : { test, name: k.name };
+      });
+      const file = [...new Set(edits.map((e) => e.file))].join(', ');
+      const moved = m.file !== undefined && !edits.some((e) => e.file === m.file);
+      located.push({
+        id: m.id,
+        file,
+        ...(moved ? { movedFrom: m.file } : {}),
+        bug: m.bug,
+        located: edits,
+        killedBy,
+      });
+    } catch (error) {
+      if (!(error instanceof MutantTableError)) throw error;
+      problems.push(error.message);
+    }
+  }
+  if (problems.length > 0) {
+    throw new MutantTableError(
+      `the mutation table does not locate in this tree (test/mutants/mutants.json):\n\n${problems.join('\n\n')}`,
+    );
+  }
+  return located;
 }
 
 function git(...args: string[]): { ok: boolean; out: string } {
@@ -173,15 +287,12 @@ function verdictOf(runs: readonly TestRun[]): MutantVerdict {
 }
 
 async function runMutant(mutant: Mutant): Promise<MutantResult> {
-  const patch = path.join('test/mutants', mutant.patch);
   const started = performance.now();
-  const check = git('apply', '--check', patch);
-  if (!check.ok) {
-    return { mutant, verdict: 'does not apply', runs: [], ms: 0 };
-  }
-  const applied = git('apply', patch);
-  if (!applied.ok) throw new Error(`git apply ${patch} failed after --check passed:\n${applied.out}`);
-  appliedPatch = patch;
+  const files = [...new Set(mutant.located.map((e) => e.file))];
+  const originals = new Map(files.map((file) => [file, readFileSync(path.join(ROOT, file), 'utf8')]));
+  const mutated = applyEdits(mutant.located, originals);
+  mutatedFiles = originals;
+  for (const [file, text] of mutated) writeFileSync(path.join(ROOT, file), text);
   const runs: TestRun[] = [];
   try {
     for (const [i, entry] of mutant.killedBy.entries()) {
@@ -191,12 +302,10 @@ async function runMutant(mutant: Mutant): Promise<MutantResult> {
       for (const name of run.failed.slice(0, 3)) console.log(`            ✗ ${name}`);
     }
   } finally {
-    // Restore whatever happened above; a failure to restore is reported below (never thrown from here, where it
-    // would hide the error that got us here).
-    if (git('apply', '-R', patch).ok) appliedPatch = undefined;
+    restore(originals);
+    mutatedFiles = undefined;
   }
-  if (appliedPatch !== undefined) throw new Error(`git apply -R ${patch} failed: restore the tree by hand`);
-  assertClean(`after restoring mutant ${mutant.id}`);
+  assertClean(`after restoring mutant ${mutant.id} (${files.join(', ')})`);
   return { mutant, verdict: verdictOf(runs), runs, ms: Math.round(performance.now() - started) };
 }
 
@@ -230,10 +339,11 @@ function writeDocs(results: readonly MutantResult[], baselineMs: number, totalMs
     '# Mutation testing',
     '',
     'A test that guards a safety property is proven by breaking the code it guards (STYLE.md, "Tests"). The',
-    'mutation table in `test/mutants/` holds the protocol bugs this project has met or fears most, each as a small',
-    'patch against the sources, with the tests expected to kill it. `npm run mutants` (scripts/mutants.ts) applies',
-    'each patch in turn to a clean working tree, runs only its killing tests, records killed or survived and the',
-    'time, restores the tree, and exits 1 if any mutant survives.',
+    'mutation table, `test/mutants/mutants.json`, holds the protocol bugs this project has met or fears most, each as',
+    'search-and-replace edits of the exact code it breaks, with the tests expected to kill it. `npm run mutants`',
+    '(scripts/mutants.ts) applies each mutant in turn to a clean working tree, runs only its killing tests, records',
+    'killed or survived and the time, writes the original files back, checks the tree is clean, and exits 1 if any',
+    'mutant survives.',
     '',
     '```',
     'npm run mutants                  # baseline, every mutant, rewrites this file',
@@ -253,8 +363,46 @@ function writeDocs(results: readonly MutantResult[], baselineMs: number, totalMs
     '  replies, its killing test builds exactly that — scripted virtual-time schedules in the unit tests',
     '  (`test/support/protocol-sim/scripted-rig.ts`), fault proxies delaying chosen nodes, registers and lease keys',
     '  written straight to the nodes, a Postgres backend seen blocked on the fence row.',
-    '- The patches are `git diff` output against main. When the code they touch changes, a patch can stop applying:',
-    '  the runner reports `does not apply` and fails; remake the patch against the new code (same bug).',
+    '',
+    '## The format: mutants that survive a move',
+    '',
+    'A mutant names the code it breaks, not where that code is, so files can move between folders (as',
+    '`packages/coordinator/src` did into its wings) without touching the table:',
+    '',
+    '```json',
+    '{',
+    '  "id": "15",',
+    '  "name": "min-validity-ignored",',
+    '  "package": "coordinator",',
+    '  "file": "packages/coordinator/src/protocol/acquire-attempt.ts",',
+    '  "bug": "Only validity ≤ 0 is refused: …",',
+    '  "edits": [',
+    '    {',
+    '      "find": ["  const validity = validityMs(…);", "  if (validity <= settings.minValidityMs) {", "…"],',
+    '      "replace": ["  const validity = validityMs(…);", "  if (validity <= 0) {", "…"]',
+    '    }',
+    '  ],',
+    '  "killedBy": [{ "suite": "unit", "test": "acquire-attempt.test.ts", "name": "optional -t pattern" }]',
+    '}',
+    '```',
+    '',
+    '- **Edits.** Each edit replaces `find` (whole lines, exactly as in the source) by `replace`. `find` is searched',
+    '  for in every file under `packages/<package>/src` and `packages/<package>/lua`, wherever the file is now, and',
+    '  must match **exactly once** in that whole tree; a mutant may have several edits (in one file or more), which',
+    '  may not overlap. `file` is only where the code was when the mutant was written: the report shows where it',
+    '  was found, and `--list` says when it moved.',
+    '- **Killing tests** are file names, found anywhere under `test/<suite>/` (`unit`, `integration`, `fault`), so',
+    '  tests can move into sub-folders; each must match exactly one file.',
+    '- **Failing loudly.** Before the baseline runs, every chosen mutant is located. A snippet that is gone (the code',
+    '  it breaks changed), a snippet that matches twice (it no longer names one place), or a test file that is',
+    '  missing or ambiguous stops the run (exit 2) with the mutant, the edit and the snippet (or the matches) in the',
+    '  message. Remake the edit against the new code (same bug), or add lines around it until it is unique.',
+    '- **Restoring** writes the original content of each mutated file back (on Ctrl-C too), then checks that',
+    '  `git status --porcelain` is empty; the run refuses to start on a dirty tree.',
+    '- The locating logic (scripts/mutant-edits.ts) is tested in `test/unit/scripts/mutant-edits.test.ts`: a missing',
+    '  snippet, a snippet matched twice, a test file missing or ambiguous, and a snippet still found after its file',
+    '  moved to another folder; and every mutant of the table locates in the tree as it is, so `npm test` shows',
+    '  a stale mutant at once.',
     '',
     '## The mutants',
     '',
@@ -298,16 +446,20 @@ function writeDocs(results: readonly MutantResult[], baselineMs: number, totalMs
 }
 
 async function main(): Promise<number> {
-  const table = loadTable();
+  const written = loadTable();
   if (values.list) {
-    for (const m of table)
-      console.log(`${m.id}  ${m.file}\n    ${m.bug}\n    ${m.killedBy.map(label).join('\n    ')}`);
+    const table = locate(written);
+    for (const m of table) {
+      const moved = m.movedFrom === undefined ? '' : ` (moved from ${m.movedFrom})`;
+      console.log(`${m.id}  ${m.file}${moved}\n    ${m.bug}\n    ${m.killedBy.map(label).join('\n    ')}`);
+    }
     return 0;
   }
-  const chosen = values.only === undefined ? table : table.filter((m) => m.id === values.only);
-  if (chosen.length === 0)
-    throw new Error(`no mutant ${values.only}; ids: ${table.map((m) => m.id).join(', ')}`);
+  const picked = values.only === undefined ? written : written.filter((m) => m.id === values.only);
+  if (picked.length === 0)
+    throw new Error(`no mutant ${values.only}; ids: ${written.map((m) => m.id).join(', ')}`);
   assertClean('before the run');
+  const chosen = locate(picked);
   const started = performance.now();
 
   console.log('baseline: the killing tests on the unmutated tree');

@@ -21,9 +21,9 @@
 --   {3}             NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
 --   {4}             CORRUPT: the token register or the floor does not hold a decimal token; no vote.
 --   {7, message}    CALL_ERROR: this call raised a Redis error (see include/call-error.lua); no vote.
---   {12, epoch}     SEALED: ARGV[4i] is not the node's seal epoch (a repair read this node since the caller
+--   {13, epoch}     SEALED: ARGV[4i] is not the node's seal epoch (a repair read this node since the caller
 --                   last looked); nothing written. The caller remembers `epoch` for its next round.
---   {13, max}       TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing written.
+--   {14, max}       TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing written.
 -- An argument count that does not match KEYS is an error reply (a caller bug, never a vote).
 --
 -- Tokens are compared as decimal strings (length, then digit by digit): Lua numbers are doubles and lose
@@ -49,10 +49,10 @@ local function acquire_one(lease_key, token_key, lease_id, ttl, proposal, caller
   end
   -- The seal: a round that began before a repair read this node records nothing here (nodes/repair.ts).
   if caller_epoch ~= epoch then
-    return {12, epoch}
+    return {13, epoch}
   end
   if max_ttl ~= nil and tonumber(ttl) > max_ttl then
-    return {13, max_ttl}
+    return {14, max_ttl}
   end
   local cur = read_register(token_key, KEYS[2])
   if cur == nil then

@@ -11,7 +11,7 @@
 --               stored with the lease ('' when the value carries none).
 --   {2}         NOT_HELD: the key is absent (expired, released) or holds another lease.
 --   {3}         NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
---   {13, max}   TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing changed.
+--   {14, max}   TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing changed.
 --
 -- Extend records no promise, so it carries no seal epoch: a repair copies a lease with the remaining ttl it read,
 -- and an extend that lands on a source after that read only leaves the repaired node's copy shorter (lease
@@ -25,7 +25,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 local max_ttl = recorded_max_ttl(KEYS[2])
 if max_ttl ~= nil and tonumber(ARGV[2]) > max_ttl then
-  return {13, max_ttl}
+  return {14, max_ttl}
 end
 
 local value = redis.call('GET', KEYS[3])

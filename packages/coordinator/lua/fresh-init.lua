@@ -4,7 +4,7 @@
 -- Several processes may initialize at once: each adds its own mark to the set, and each decides on its own.
 --
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
--- KEYS[2]  fresh marks      `<prefix>:node:fresh`, a set of the initializing processes' nonces
+-- KEYS[2]  init marks       `<prefix>:node:fresh`, a set of the initializing processes' nonces
 -- KEYS[3]  settings         `<prefix>:node:settings` (hash): the cluster's settings, recorded by 'init'
 -- ARGV[1]  'mark' (step 1), 'check' (step 2) or 'init' (step 3)
 -- ARGV[2]  nonce of this initialization
@@ -17,7 +17,7 @@
 --         deleted the marks.
 --   {10}  INITIALIZED: the node holds its incarnation key (the cluster is not fresh, or another process
 --         initialized this node first); nothing was written.
---   {6}   NO_REPAIR_MARKER ('check', 'init'): our mark is gone — the node restarted since step 1, or the marks
+--   {12}  NO_INIT_MARK ('check', 'init'): our init mark is gone — the node restarted since step 1, or the marks
 --         expired. Nothing was written; this initialization gives up.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -29,7 +29,7 @@ if ARGV[1] == 'mark' then
   return {1}
 end
 if redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 then
-  return {6}
+  return {12}
 end
 if ARGV[1] == 'init' then
   for i = 4, #ARGV, 2 do

@@ -16,7 +16,7 @@
 --   {5, cur}    REFUSED: t <= cur; cur (decimal string) is returned so the next proposal can go above it.
 --   {3}         NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
 --   {4}         CORRUPT: the token register or the floor does not hold a decimal token.
---   {12, epoch} SEALED: ARGV[3] is not the node's seal epoch (a repair read this node since the caller last
+--   {13, epoch} SEALED: ARGV[3] is not the node's seal epoch (a repair read this node since the caller last
 --               looked); nothing written. The caller remembers `epoch` for its next round.
 --
 -- A node promises a value at most once (strictly increasing cur): that is what makes tokens unique.
@@ -32,7 +32,7 @@ end
 -- The seal: a round that began before a repair read this node records nothing here (nodes/repair.ts).
 local epoch = seal_epoch(KEYS[3])
 if ARGV[3] ~= epoch then
-  return {12, epoch}
+  return {13, epoch}
 end
 
 local cur = read_register(KEYS[5], KEYS[2])

@@ -1,17 +1,21 @@
 // The library's public API: `Coordinator` with acquire, tryAcquire, using, extend, release and inspect, each for one
-// resource and for several (overloads, each with its JSDoc), the wait loop around the acquire attempt, and the
+// resource and for several (overloads, each with its JSDoc), and the
 // LeaseOperations its leases call back. That is why it runs past 400 lines; every protocol step it calls lives in
-// one file of its own with its safety argument: protocol/ (attempt, multi-acquire, extend, release, inspect),
-// tokens/ (the quorum max-register), nodes/ (membership, fresh initialization, repair), waiters.ts (wake-ups).
+// one file of its own with its safety argument: protocol/ (attempt, the wait loop and its wake-ups, extend, release, inspect),
+// tokens/ (the quorum max-register), nodes/ (membership, fresh initialization, folding, repair).
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { QuorumUnavailableError } from '@fenced/shared';
 import { InvalidRequestError, LeaseLostError, LockedError, validateResourceName } from '@fenced/shared';
-import { CoordinatorClosedError, TokenExhaustedError, UnsafeNodeError } from './errors.js';
-import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease.js';
-import { closeAllWatches, type LeaseWatch, type LeaseWatchOptions } from './lease-watch.js';
-import { GrantedMultiLease, validateResourceList, type MultiLease } from './multi-lease.js';
-import { newLeaseId } from './lease-ids.js';
+import { CoordinatorClosedError, UnsafeNodeError } from './errors.js';
+import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease/lease.js';
+import {
+  closeAllWatches,
+  type AcquireOptions,
+  type LeaseWatch,
+  type LeaseWatchOptions,
+} from './lease/lease-watch.js';
+import { GrantedMultiLease, validateResourceList, type MultiLease } from './lease/multi-lease.js';
+import { newLeaseId } from './lease/lease-ids.js';
 import { NodeSet, type NodeRepairStatus, type NodeStatus } from './nodes/node-set.js';
 import type { RepairProgress } from './nodes/repair.js';
 import {
@@ -25,37 +29,15 @@ import {
 import { attemptAcquire } from './protocol/acquire-attempt.js';
 import { extendOnQuorum } from './protocol/extend.js';
 import { inspectOnQuorum } from './protocol/inspect.js';
-import { acquireAllWithin, type MultiAcquireContext } from './protocol/multi-acquire.js';
+import { acquireWithin, type AcquireLoopContext } from './protocol/acquire-within.js';
 import { Releaser } from './protocol/release.js';
 import { createLeaseSigner, type LeaseSigner } from './signing/lease-signer.js';
 import { resourceKeys, type ResourceKeys } from './redlock/keys.js';
 import { monotonicNow } from './redlock/validity.js';
 import { TokenProposer } from './tokens/proposal.js';
-import { ReleaseNotifier, type ReleaseSubscription } from './waiters.js';
+import { ReleaseNotifier } from './protocol/waiters.js';
 
-export type { NodeStatus, NodeRepairStatus, RepairProgress };
-
-export interface AcquireOptions {
-  /** Lease time to live, an integer number of ms up to `maxTtlMs`. */
-  ttlMs: number;
-  /** How long to keep trying while another holder has the resource. @defaultValue `0` */
-  waitMs?: number;
-  /** Aborts the wait; the acquire then rejects with the signal's reason. */
-  signal?: AbortSignal;
-  /**
-   * Keep the lease extended in the background until it is released (at half of the remaining validity,
-   * retrying while validity remains). `lease.signal` aborts with a LeaseLostError when an extension fails for
-   * good or the validity runs out first. The keeper stops on release, `await using` disposal, loss, and
-   * `coordinator.close()`. Without it the lease lives for its ttl unless you call `extend()`.
-   * @defaultValue `false`
-   */
-  autoExtend?: boolean;
-  /**
-   * Called once, with the LeaseLostError that aborts `lease.signal`, when the lease is lost while held (never on
-   * release). Runs synchronously from a timer or an extension: keep it short, and do not throw.
-   */
-  onLost?: (error: LeaseLostError) => void;
-}
+export type { AcquireOptions, NodeStatus, NodeRepairStatus, RepairProgress };
 
 export type TryAcquireOptions = Omit<AcquireOptions, 'waitMs'>;
 
@@ -166,7 +148,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    */
   async acquire(resource: string, options: AcquireOptions): Promise<Lease>;
   /**
-   * Acquires one lease over several resources, all or nothing (protocol/multi-acquire.ts): every resource is
+   * Acquires one lease over several resources, all or nothing (protocol/acquire-within.ts): every resource is
    * granted, each with its own token, or none is. Resources are taken in sorted order, one attempt each, and
    * every partial grant is released before waiting, so overlapping requests neither deadlock nor livelock.
    * @throws LockedError (naming the resource that blocked) when not granted within `waitMs`
@@ -376,9 +358,10 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     }
   }
 
-  // ---------------------------------------------------------------------------------------------------------
-  // The wait loop: attempts (protocol/acquire-attempt.ts) until granted, locked out for waitMs, or unavailable
-
+  /**
+   * The wait loop of a one-resource acquire (protocol/acquire-within.ts, a set of one): the lease, or `null`
+   * when it was not granted within `waitMs`.
+   */
   private async acquireWithin(
     resource: string,
     ttlMs: number,
@@ -389,60 +372,20 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     await this.nodes.started();
     signal?.throwIfAborted();
     this.throwIfClosed();
-    const keys = this.keysOf(resource);
     // One id for every attempt of this acquire: a vote left by an earlier attempt is then a vote for us.
     const leaseId = newLeaseId();
-    const deadline = monotonicNow() + waitMs;
-    let subscription: ReleaseSubscription | undefined;
-    let granted = false;
-    try {
-      for (;;) {
-        let result = await this.attempt(resource, keys, leaseId, ttlMs);
-        let unavailable: QuorumUnavailableError | undefined;
-        switch (result.kind) {
-          case 'granted':
-            granted = true;
-            return this.leaseOf(resource, leaseId, result.grant, watch);
-          case 'unavailable':
-            // A majority definitely unreachable (refused connections, non-voting nodes) fails fast; slow nodes
-            // that timed out may answer the next attempt, so those are retried while the wait lasts.
-            if (result.retryable !== true) throw result.error;
-            unavailable = result.error;
-            result = { kind: 'failed', retryAfterMs: undefined, contended: false };
-            break;
-          case 'exhausted':
-            throw new TokenExhaustedError(resource);
-          case 'invalid':
-            throw result.error;
-          case 'failed':
-            break;
-        }
-        signal?.throwIfAborted();
-        this.throwIfClosed();
-        const remaining = deadline - monotonicNow();
-        if (remaining <= 0) {
-          if (unavailable !== undefined) throw unavailable;
-          return null;
-        }
-        if (subscription === undefined) {
-          subscription = await this.notifier.subscribe(keys.channel, remaining);
-          // Try again at once: a release between the failed attempt and the subscription sent no message we heard.
-          continue;
-        }
-        const fallback = result.retryAfterMs ?? this.settings.retryDelayMs + this.jitter();
-        const woken = await subscription.wait(Math.min(fallback, remaining), signal);
-        signal?.throwIfAborted();
-        this.throwIfClosed();
-        // A split vote means several contenders: spread their retries. A plain hand-over retries at once.
-        if (woken && result.contended)
-          await sleep(Math.min(this.jitter(), Math.max(0, deadline - monotonicNow())));
-      }
-    } finally {
-      subscription?.close(granted);
-    }
+    const outcome = await acquireWithin(this.acquireLoopContext(), {
+      resources: [resource],
+      leaseId,
+      ttlMs,
+      waitMs,
+      signal,
+    });
+    if (outcome.kind !== 'granted') return null;
+    return this.leaseOf(resource, leaseId, outcome.grants.get(resource)!, watch);
   }
 
-  /** Validates, then runs the multi-resource rounds (protocol/multi-acquire.ts); `null` when not granted. */
+  /** Validates, then runs the multi-resource rounds (protocol/acquire-within.ts); `null` when not granted. */
   private async acquireMany(
     resources: readonly string[],
     options: AcquireOptions | TryAcquireOptions,
@@ -464,7 +407,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     signal?.throwIfAborted();
     this.throwIfClosed();
     const leaseId = newLeaseId();
-    const outcome = await acquireAllWithin(this.multiAcquireContext(), {
+    const outcome = await acquireWithin(this.acquireLoopContext(), {
       resources: names,
       leaseId,
       ttlMs,
@@ -522,7 +465,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     return new GrantedMultiLease(this, leaseId, grants, proofs);
   }
 
-  private multiAcquireContext(): MultiAcquireContext {
+  private acquireLoopContext(): AcquireLoopContext {
     return {
       minValidityMs: this.settings.minValidityMs,
       retryDelayMs: this.settings.retryDelayMs,

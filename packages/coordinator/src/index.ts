@@ -11,9 +11,10 @@ export type {
   RepairProgressEvent,
   CoordinatorEvents,
 } from './coordinator.js';
-export type { Lease } from './lease.js';
-export type { MultiLease } from './multi-lease.js';
-export { MAX_LEASE_RESOURCES } from './multi-lease.js';
+export type { LeaseWatchOptions } from './lease/lease-watch.js';
+export type { Lease } from './lease/lease.js';
+export type { MultiLease } from './lease/multi-lease.js';
+export { MAX_LEASE_RESOURCES } from './lease/multi-lease.js';
 export type { SigningKey } from './signing/lease-signer.js';
 export { DEFAULT_COORDINATOR_OPTIONS } from './options.js';
 export type { CoordinatorOptions, CoordinatorSettings } from './options.js';

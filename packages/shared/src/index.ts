@@ -53,6 +53,7 @@ export type {
   LockStatusBody,
   ErrorBody,
 } from './lease.js';
+export { fencesOf } from './lease.js';
 export { HTTP_STATUS_BY_CODE } from './http-status.js';
 export { toHttpError, RETRY_AFTER_SECONDS } from './http-errors.js';
 export type { HttpError, HttpErrorOptions } from './http-errors.js';

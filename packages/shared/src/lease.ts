@@ -32,6 +32,16 @@ export interface FencedMultiLease {
   readonly proofs?: ReadonlyMap<string, string> | undefined;
 }
 
+/** One single-resource fence per resource of a multi-resource lease (same lease id). */
+export function fencesOf(lease: FencedMultiLease): FencedLease[] {
+  return lease.resources.map((resource) => ({
+    resource,
+    id: lease.id,
+    token: lease.tokens.get(resource)!,
+    proof: lease.proofs?.get(resource),
+  }));
+}
+
 /** Body of `POST /v1/leases`: one lease over every resource, granted all or nothing. */
 export interface MultiAcquireRequestBody {
   resources: string[];

@@ -70,8 +70,10 @@ describe('fresh-init.lua', () => {
       await step(redis, prefix, 'mark', 'first', 30_000);
       await step(redis, prefix, 'mark', 'second', 30_000);
       expect(await step(redis, prefix, 'check', 'first', '')).toEqual({ kind: 'ok' });
-      expect(await step(redis, prefix, 'check', 'unknown', '')).toEqual({ kind: 'mark-lost' });
-      expect(await step(redis, prefix, 'init', 'unknown', 'incarnation-0')).toEqual({ kind: 'mark-lost' });
+      expect(await step(redis, prefix, 'check', 'unknown', '')).toEqual({ kind: 'init-mark-lost' });
+      expect(await step(redis, prefix, 'init', 'unknown', 'incarnation-0')).toEqual({
+        kind: 'init-mark-lost',
+      });
       expect(await redis.exists(incarnationKey(prefix))).toBe(0);
       expect(await step(redis, prefix, 'init', 'second', 'incarnation-2')).toEqual({ kind: 'ok' });
       expect(await step(redis, prefix, 'init', 'first', 'incarnation-1')).toEqual({ kind: 'initialized' });
@@ -94,7 +96,7 @@ describe('fresh-init.lua', () => {
     await env.nodes[0]!.restart({ keepData: false });
     const after = await connect();
     try {
-      expect(await step(after, prefix, 'init', 'n1', 'incarnation-1')).toEqual({ kind: 'mark-lost' });
+      expect(await step(after, prefix, 'init', 'n1', 'incarnation-1')).toEqual({ kind: 'init-mark-lost' });
       expect(await after.exists(incarnationKey(prefix))).toBe(0);
     } finally {
       after.disconnect();

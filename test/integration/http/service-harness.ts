@@ -1,6 +1,6 @@
-import { loadConfig } from '../../../packages/coordinator/src/config.js';
-import { createServiceLogger } from '../../../packages/coordinator/src/http/service-logger.js';
-import { startServer, type RunningServer } from '../../../packages/coordinator/src/server.js';
+import { loadConfig } from '../../../packages/coordinator/src/service/config.js';
+import { createServiceLogger } from '../../../packages/coordinator/src/service/http/service-logger.js';
+import { startServer, type RunningServer } from '../../../packages/coordinator/src/service/server.js';
 
 /** A running coordinator service on an ephemeral loopback port, with its log lines captured. */
 export interface TestService extends RunningServer {

@@ -17,7 +17,7 @@
 import { QuorumUnavailableError } from '@fenced/shared';
 import { resolveOptions, type CoordinatorSettings } from '../../../packages/coordinator/src/options.js';
 import { attemptAcquire } from '../../../packages/coordinator/src/protocol/acquire-attempt.js';
-import type { ProtocolContext } from '../../../packages/coordinator/src/protocol/protocol-node.js';
+import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import { Releaser } from '../../../packages/coordinator/src/protocol/release.js';
 import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
 import { quorumOf } from '../../../packages/coordinator/src/redlock/quorum.js';

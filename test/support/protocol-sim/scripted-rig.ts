@@ -14,7 +14,7 @@ import {
   type CoordinatorOptions,
   type CoordinatorSettings,
 } from '../../../packages/coordinator/src/options.js';
-import type { ProtocolContext } from '../../../packages/coordinator/src/protocol/protocol-node.js';
+import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import { quorumOf } from '../../../packages/coordinator/src/redlock/quorum.js';
 import { SimNodeModel } from './sim-node.js';
 import { SimNode, SimWorld } from './sim-world.js';

@@ -9,10 +9,7 @@
  * and a repair" is just one choice away; timers (timeouts, sit-outs, sleeps) fire exactly on virtual time.
  */
 import { NodeTimeoutError } from '../../../packages/coordinator/src/errors.js';
-import type {
-  ProtocolClock,
-  ProtocolNode,
-} from '../../../packages/coordinator/src/protocol/protocol-node.js';
+import type { ProtocolClock, ProtocolNode } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import type { RepairNode } from '../../../packages/coordinator/src/nodes/repair.js';
 import type { SimNodeModel } from './sim-node.js';
 

@@ -25,7 +25,10 @@ function tinyProfile(): CpuProfile {
       },
       { id: 4, callFrame: frame('writeUtf8String', ''), children: [] },
       { id: 5, callFrame: frame('parse', `${ROOT}/node_modules/zod/v4/core/parse.js`), children: [] },
-      { id: 6, callFrame: frame('sendLease', `${ROOT}/packages/coordinator/src/http/lock-routes.ts`) },
+      {
+        id: 6,
+        callFrame: frame('sendLease', `${ROOT}/packages/coordinator/src/service/http/lock-routes.ts`),
+      },
       { id: 7, callFrame: frame('(garbage collector)', '') },
       { id: 8, callFrame: frame('(idle)', '') },
       { id: 9, callFrame: frame('processTicksAndRejections', 'node:internal/process/task_queues') },
@@ -56,7 +59,7 @@ describe('areaOf', () => {
     expect(areaOf({ functionName: 'x', url: `${ROOT}/node_modules/redis-parser/lib/parser.js` })).toBe(
       'ioredis',
     );
-    expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/coordinator/src/server.ts` })).toBe(
+    expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/coordinator/src/service/server.ts` })).toBe(
       'fenced http layer',
     );
     expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/coordinator/src/redlock/quorum.ts` })).toBe(

@@ -31,7 +31,7 @@ class MemoryNode implements FreshInitNode {
       this.marks.add(nonce);
       return Promise.resolve({ kind: 'ok' });
     }
-    if (!this.marks.has(nonce)) return Promise.resolve({ kind: 'mark-lost' });
+    if (!this.marks.has(nonce)) return Promise.resolve({ kind: 'init-mark-lost' });
     if (step === 'init') {
       this.incarnation = String(argument);
       this.marks.clear();

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../packages/coordinator/src/config.js';
+import { loadConfig } from '../../../packages/coordinator/src/service/config.js';
 import { loadCliConfig } from '../../../packages/coordinator/src/cli/cli-config.js';
 import { importGuardedStore, readFence } from '../../../packages/coordinator/src/cli/fence-reader.js';
 import { nodeIndexOf } from '../../../packages/coordinator/src/cli/repair-command.js';

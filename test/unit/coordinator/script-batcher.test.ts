@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MalformedReplyError, NodeCallError, NodeTimeoutError } from '@fenced/coordinator';
 import { MAX_BATCH_SIZE, ScriptBatcher } from '../../../packages/coordinator/src/scripts/script-batcher.js';
-import { newLeaseId } from '../../../packages/coordinator/src/lease-ids.js';
+import { newLeaseId } from '../../../packages/coordinator/src/lease/lease-ids.js';
 
 /** A sender that records each batch and answers it as told (no Redis: this is the batching logic alone). */
 function recordingSender(answer: (keys: string[], args: (string | number)[]) => Promise<unknown>) {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidRequestError } from '@fenced/shared';
-import { DEFAULT_SERVICE_CONFIG, loadConfig } from '../../../packages/coordinator/src/config.js';
+import { DEFAULT_SERVICE_CONFIG, loadConfig } from '../../../packages/coordinator/src/service/config.js';
 
 const urls = 'redis://127.0.0.1:7001, redis://127.0.0.1:7002,redis://127.0.0.1:7003';
 

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { ENV_SCHEMA, loadConfig } from '../../../packages/coordinator/src/config.js';
+import { ENV_SCHEMA, loadConfig } from '../../../packages/coordinator/src/service/config.js';
 
 // There is no Docker engine where the tests run, so the stack is checked statically: the compose file parses,
 // the Redis nodes have the persistence DESIGN §3 requires and staggered AOF rewrites (README), authentication

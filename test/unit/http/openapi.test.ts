@@ -1,7 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
-import { createOpenApiDocument } from '../../../packages/coordinator/src/http/openapi.js';
-import { createSchemas } from '../../../packages/coordinator/src/http/schemas.js';
+import { createOpenApiDocument } from '../../../packages/coordinator/src/service/http/openapi.js';
+import { createSchemas } from '../../../packages/coordinator/src/service/http/schemas.js';
 import { ResponseValidator } from '../../integration/http/response-validator.js';
 
 const limits = { minTtlMs: 100, maxTtlMs: 60_000, maxWaitMs: 5_000 };

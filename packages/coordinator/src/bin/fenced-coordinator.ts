@@ -7,7 +7,7 @@ import { runCli } from '../cli/run-cli.js';
 
 const outcome = await runCli(process.argv.slice(2));
 if (outcome === 'serve') {
-  const { main } = await import('../server.js');
+  const { main } = await import('../service/server.js');
   await main();
 } else {
   process.exitCode = outcome;

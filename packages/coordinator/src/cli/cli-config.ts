@@ -1,4 +1,4 @@
-import { DEFAULT_APP_OPTIONS } from '../service-options.js';
+import { DEFAULT_APP_OPTIONS } from '../service/service-options.js';
 import { DEFAULT_COORDINATOR_OPTIONS, type CoordinatorOptions } from '../options.js';
 import { UsageError } from './usage-error.js';
 

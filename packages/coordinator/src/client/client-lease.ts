@@ -3,12 +3,12 @@ import { HeldLease, type LeaseWatching } from './held-lease.js';
 
 /** What a lease needs from its client: the two calls that act on a lease by id. */
 export interface LeaseCalls {
-  extendById(resource: string, leaseId: string, ttlMs: number, signal?: AbortSignal): Promise<LeaseGrant>;
+  extendById(resource: string, leaseId: string, ttlMs: number, signal?: AbortSignal): Promise<ReportedGrant>;
   releaseById(resource: string, leaseId: string): Promise<void>;
 }
 
 /** A grant or extension as the service reported it, with the monotonic time its validity is counted from. */
-export interface LeaseGrant {
+export interface ReportedGrant {
   resource: string;
   id: string;
   token: bigint;
@@ -27,13 +27,13 @@ export interface LeaseGrant {
  *
  * `await using lease = await client.acquire(...)` releases it at the end of the block.
  */
-export class ClientLease extends HeldLease<LeaseGrant> implements FencedLease {
+export class ClientLease extends HeldLease<ReportedGrant> implements FencedLease {
   readonly #calls: LeaseCalls;
 
   /** @internal Made by `CoordinatorClient`. */
   constructor(
     calls: LeaseCalls,
-    grant: LeaseGrant,
+    grant: ReportedGrant,
     watching: LeaseWatching = { context: { retryDelayMs: 100, live: new Set() } },
   ) {
     super(grant, grant.resource, watching);
@@ -57,15 +57,11 @@ export class ClientLease extends HeldLease<LeaseGrant> implements FencedLease {
     return this.grant.proof;
   }
 
-  /**
-   * @internal An extension renews the timing only: the token and proof stay the grant's. The service reports the
-   * token the nodes' lease keys carry, and a node that refused the grant's final promise round still carries the
-   * first round's guess — taking the reply's token would swap the holder's token (and break its proof).
-   */
-  protected async extendCall(ttlMs: number, signal?: AbortSignal): Promise<LeaseGrant> {
-    const extended = await this.#calls.extendById(this.resource, this.id, ttlMs, signal);
-    const { resource, id, token, proof } = this.grant;
-    return { ...extended, resource, id, token, proof };
+  /** @internal */
+  protected async extendCall(ttlMs: number, signal?: AbortSignal): Promise<ReportedGrant> {
+    const extension = await this.#calls.extendById(this.resource, this.id, ttlMs, signal);
+    // One token per grant (DESIGN §3): an extension keeps the token and the proof that signs it.
+    return { ...extension, token: this.grant.token, proof: this.grant.proof };
   }
 
   /** @internal */

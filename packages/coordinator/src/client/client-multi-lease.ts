@@ -1,4 +1,4 @@
-import type { FencedLease, FencedMultiLease } from '@fenced/shared';
+import { fencesOf, type FencedLease, type FencedMultiLease } from '@fenced/shared';
 import { HeldLease, type LeaseWatching } from './held-lease.js';
 
 /** What a multi-resource lease needs from its client: the two calls on `/v1/leases/{leaseId}`. */
@@ -8,12 +8,12 @@ export interface MultiLeaseCalls {
     leaseId: string,
     ttlMs: number,
     signal?: AbortSignal,
-  ): Promise<MultiLeaseGrant>;
+  ): Promise<ReportedMultiGrant>;
   releaseManyById(resources: readonly string[], leaseId: string): Promise<void>;
 }
 
 /** A multi-resource grant or extension as the service reported it (`MultiLeaseResponseBody`), parsed. */
-export interface MultiLeaseGrant {
+export interface ReportedMultiGrant {
   resources: readonly string[];
   id: string;
   tokens: ReadonlyMap<string, bigint>;
@@ -31,11 +31,11 @@ export interface MultiLeaseGrant {
  * `JSON.stringify` and `console.log` output. There is no single `token`: pass the lease to a guarded store, which
  * fences every resource, or use `fences()`.
  */
-export class ClientMultiLease extends HeldLease<MultiLeaseGrant> implements FencedMultiLease {
+export class ClientMultiLease extends HeldLease<ReportedMultiGrant> implements FencedMultiLease {
   readonly #calls: MultiLeaseCalls;
 
   /** @internal Made by `CoordinatorClient`. */
-  constructor(calls: MultiLeaseCalls, grant: MultiLeaseGrant, watching: LeaseWatching) {
+  constructor(calls: MultiLeaseCalls, grant: ReportedMultiGrant, watching: LeaseWatching) {
     super(grant, grant.resources[0]!, watching);
     this.#calls = calls;
     this.startWatch();
@@ -56,19 +56,14 @@ export class ClientMultiLease extends HeldLease<MultiLeaseGrant> implements Fenc
 
   /** One single-resource fence per resource (same lease id). */
   fences(): FencedLease[] {
-    return this.resources.map((resource) => ({
-      resource,
-      id: this.id,
-      token: this.tokens.get(resource)!,
-      proof: this.proofs?.get(resource),
-    }));
+    return fencesOf(this);
   }
 
-  /** @internal An extension renews the timing only: the tokens and proofs stay the grant's (see ClientLease). */
-  protected async extendCall(ttlMs: number, signal?: AbortSignal): Promise<MultiLeaseGrant> {
-    const extended = await this.#calls.extendManyById(this.resources, this.id, ttlMs, signal);
-    const { resources, id, tokens, proofs } = this.grant;
-    return { ...extended, resources, id, tokens, proofs };
+  /** @internal */
+  protected async extendCall(ttlMs: number, signal?: AbortSignal): Promise<ReportedMultiGrant> {
+    const extension = await this.#calls.extendManyById(this.resources, this.id, ttlMs, signal);
+    // One token per grant (DESIGN §3): an extension keeps every token and the proofs that sign them.
+    return { ...extension, tokens: this.grant.tokens, proofs: this.grant.proofs };
   }
 
   /** @internal */

@@ -13,11 +13,11 @@ import {
   validateResourceName,
   type LockStatusBody,
 } from '@fenced/shared';
-import { closeAllWatches, type LeaseWatch } from '../lease-watch.js';
-import { lockOrder, MAX_LEASE_RESOURCES } from '../multi-lease.js';
-import { ClientLease, type LeaseCalls, type LeaseGrant } from './client-lease.js';
-import { ClientMultiLease, type MultiLeaseCalls, type MultiLeaseGrant } from './client-multi-lease.js';
-import { keepAlive, sleep } from './keep-alive.js';
+import { closeAllWatches, type AcquireOptions, type LeaseWatch } from '../lease/lease-watch.js';
+import { lockOrder, MAX_LEASE_RESOURCES } from '../lease/multi-lease.js';
+import { ClientLease, type LeaseCalls, type ReportedGrant } from './client-lease.js';
+import { ClientMultiLease, type MultiLeaseCalls, type ReportedMultiGrant } from './client-multi-lease.js';
+import { sleep } from './abortable-sleep.js';
 import { readBody, toGrant, toMultiGrant } from './lease-responses.js';
 import { errorFromResponse, networkFailure } from './response-errors.js';
 
@@ -63,34 +63,11 @@ export const DEFAULT_CLIENT_OPTIONS = Object.freeze({
   requestTimeoutMs: 10_000,
 } satisfies Required<Omit<CoordinatorClientOptions, 'baseUrl' | 'apiKey' | 'fetch'>>);
 
-/** Options of {@link CoordinatorClient.acquire}. */
-export interface AcquireOptions {
-  ttlMs: number;
-  /** How long the server may wait for the lock. @defaultValue 0 */
-  waitMs?: number;
-  /** Aborting it cancels the wait; the server releases a lease granted after the cancellation. */
-  signal?: AbortSignal;
-  /**
-   * Keep the lease extended in the background until it is released (when half of the remaining validity is
-   * left; transient failures retried while validity remains). `lease.signal` aborts with a LeaseLostError when
-   * an extension fails for good or the validity runs out first. Stops on release, `await using` disposal,
-   * loss, and `client.close()`.
-   * @defaultValue false
-   */
-  autoExtend?: boolean;
-  /** Called once, with the LeaseLostError that aborts `lease.signal`, when the lease is lost (never on release). */
-  onLost?: (error: LeaseLostError) => void;
-}
-
-/** Options of {@link CoordinatorClient.using}: it keeps the lease itself, so no `autoExtend` or `onLost` (the signal handed to `fn` reports the loss). */
-export interface UsingOptions extends Omit<AcquireOptions, 'autoExtend' | 'onLost'> {
-  /**
-   * Extend when this fraction of the validity is left. Smaller leaves fewer extensions but less room for a
-   * slow or retried extend before the lease runs out.
-   * @defaultValue 0.5
-   */
-  extendAtRemainingFraction?: number;
-}
+/**
+ * Options of {@link CoordinatorClient.using}: it keeps the lease itself, so no `autoExtend` or `onLost` (the
+ * signal handed to `fn` reports the loss).
+ */
+export type UsingOptions = Omit<AcquireOptions, 'autoExtend' | 'onLost'>;
 
 /** Who holds a resource, as a majority of nodes sees it. */
 export interface LockStatus {
@@ -290,21 +267,24 @@ export class CoordinatorClient {
     options: UsingOptions,
     fn: (lease: ClientLease, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
-    const lease = await this.#acquireOne(resource, { ...options, autoExtend: false });
-    const lost = new AbortController();
-    const signal = options.signal ? AbortSignal.any([lost.signal, options.signal]) : lost.signal;
-    const keeper = keepAlive(lease, options.extendAtRemainingFraction ?? 0.5, (reason) => lost.abort(reason));
+    const lease = await this.#acquireOne(resource, { ...options, autoExtend: true });
+    const signal =
+      options.signal === undefined ? lease.signal : AbortSignal.any([lease.signal, options.signal]);
     try {
       return await fn(lease, signal);
     } finally {
-      await keeper.stop();
-      // A failed release is not reported: the lease ends at its TTL, and hiding fn's outcome behind it would
-      // be worse.
+      // Releasing stops the keeper before anything is sent. A failed release is not reported: the lease ends at
+      // its TTL, and hiding fn's outcome behind it would be worse.
       await lease.release().catch(() => undefined);
     }
   }
 
-  async #extend(resource: string, leaseId: string, ttlMs: number, signal?: AbortSignal): Promise<LeaseGrant> {
+  async #extend(
+    resource: string,
+    leaseId: string,
+    ttlMs: number,
+    signal?: AbortSignal,
+  ): Promise<ReportedGrant> {
     const { body, sentAt, status } = await this.#request({
       method: 'POST',
       path: `${leasePath(resource, leaseId)}/extend`,
@@ -323,7 +303,7 @@ export class CoordinatorClient {
     leaseId: string,
     ttlMs: number,
     signal?: AbortSignal,
-  ): Promise<MultiLeaseGrant> {
+  ): Promise<ReportedMultiGrant> {
     const { body, sentAt, status } = await this.#request({
       method: 'POST',
       path: `v1/leases/${encodeURIComponent(leaseId)}/extend`,

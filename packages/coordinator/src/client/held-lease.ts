@@ -1,5 +1,6 @@
-import { ErrorCode, isFencedError } from '@fenced/shared';
-import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from '../lease-watch.js';
+import { ErrorCode, isFencedError, type LeaseLostError } from '@fenced/shared';
+import { LeaseLifecycle } from '../lease/lease-lifecycle.js';
+import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from '../lease/lease-watch.js';
 
 /** What every grant or extension the service reports carries, whatever the number of resources. */
 export interface HeldGrant {
@@ -19,21 +20,31 @@ export interface LeaseWatching {
 }
 
 /**
- * What {@link ClientLease} and {@link ClientMultiLease} share: the grant that each extension replaces, validity on
- * this process's monotonic clock, the watch behind `signal` and `autoExtend`, and an idempotent release. The
- * subclasses add what their resources look like and the two calls that act on them.
+ * The HTTP client's front end of the one lease lifecycle (lease/lease-lifecycle.ts, shared with the library's
+ * leases): held, then released or lost; validity on this process's monotonic clock, counted from before the
+ * request was sent; the one keep-alive loop behind `autoExtend` (lease/lease-watch.ts); an idempotent release that
+ * stops the watch first. {@link ClientLease} and {@link ClientMultiLease} add what their resources look like, the
+ * two service calls that act on them, and what an extension keeps of the grant (its tokens and proofs).
  */
-export abstract class HeldLease<G extends HeldGrant> implements AsyncDisposable {
+export abstract class HeldLease<G extends HeldGrant> extends LeaseLifecycle {
   #grant: G;
-  #released: Promise<void> | undefined;
-  readonly #watch: LeaseWatch;
+  readonly #resource: string;
+  /** @internal */
+  protected readonly watch: LeaseWatch;
 
   /** @internal */
   protected constructor(grant: G, watchedResource: string, watching: LeaseWatching) {
+    super();
     this.#grant = grant;
-    this.#watch = new LeaseWatch(
+    this.#resource = watchedResource;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the watch reads the lease's current grant
+    const lease = this;
+    this.watch = new LeaseWatch(
       {
         resource: watchedResource,
+        get validityMs() {
+          return lease.validityMs;
+        },
         remainingMs: () => this.remainingMs(),
         extend: (ttlMs?: number) => this.extend(ttlMs),
       },
@@ -44,7 +55,7 @@ export abstract class HeldLease<G extends HeldGrant> implements AsyncDisposable 
 
   /** @internal Starts the watch; a subclass calls it once its own fields are set. */
   protected startWatch(): void {
-    this.#watch.start();
+    this.watch.start();
   }
 
   /** @internal The last grant or extension. */
@@ -52,7 +63,10 @@ export abstract class HeldLease<G extends HeldGrant> implements AsyncDisposable 
     return this.#grant;
   }
 
-  /** @internal The service call that extends this lease. */
+  /**
+   * @internal The service call that extends this lease; it returns the new grant with what an extension never
+   * changes (tokens, proofs) kept from `this.grant`.
+   */
   protected abstract extendCall(ttlMs: number, signal?: AbortSignal): Promise<G>;
 
   /** @internal The service call that releases this lease. */
@@ -76,58 +90,38 @@ export abstract class HeldLease<G extends HeldGrant> implements AsyncDisposable 
   }
   /** Whether `release()` has completed (an `await using` block's end releases too). */
   get released(): boolean {
-    return this.#released !== undefined;
-  }
-  /**
-   * Aborts, once, with a LeaseLostError when the lease is lost while held: an extension failed for good, its
-   * validity ran out first (on this process's clock), or the client was closed while keeping it. With
-   * `autoExtend` the client extends the lease until it is released; without it the signal still aborts when
-   * `extend()` reports the lease lost or its validity runs out (a timer armed when the signal is first read).
-   * Releasing never aborts it.
-   */
-  get signal(): AbortSignal {
-    return this.#watch.signal;
-  }
-  /** Whether the client is extending this lease in the background (`autoExtend`, until release or loss). */
-  get autoExtending(): boolean {
-    return this.#watch.autoExtending;
-  }
-
-  /** Validity left, on this process's monotonic clock; `<= 0` once the lease must be taken as lost. */
-  remainingMs(): number {
-    return this.#grant.validityMs - (performance.now() - this.#grant.validFrom);
+    return this.state === 'released';
   }
 
   /**
-   * Extends the lease (same token or tokens) to `ttlMs` from now.
-   * @throws LeaseLostError when it expired or another holder took a resource.
+   * Extends the lease (same token or tokens, same proofs) to `ttlMs` from now.
+   * @throws LeaseLostError when it was released, expired, or another holder took a resource.
    */
   async extend(ttlMs: number = this.#grant.ttlMs, signal?: AbortSignal): Promise<void> {
+    this.assertExtendable();
     try {
       this.#grant = await this.extendCall(ttlMs, signal);
-      this.#watch.extended();
+      this.watch.extended();
     } catch (error) {
-      if (isFencedError(error) && error.code === ErrorCode.LEASE_LOST) this.#watch.lost(error);
+      if (isFencedError(error) && error.code === ErrorCode.LEASE_LOST && this.state === 'held') {
+        this.markLost(error as LeaseLostError);
+      }
       throw error;
     }
   }
 
-  /**
-   * Releases the lease. Idempotent: later calls share the first call's promise (a failed release may be
-   * tried again). Releasing a lease that already expired succeeds.
-   */
-  release(): Promise<void> {
-    // No extension may start once a release began: stop the keeper and the expiry timer first.
-    this.#watch.stop();
-    this.#released ??= this.releaseCall().catch((error: unknown) => {
-      this.#released = undefined;
-      throw error;
-    });
-    return this.#released;
+  /** @internal */
+  protected errorResource(): string {
+    return this.#resource;
   }
 
-  /** Releases the lease at the end of an `await using` block. */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  /** @internal */
+  protected validUntil(): number {
+    return this.#grant.validFrom + this.#grant.validityMs;
+  }
+
+  /** @internal */
+  protected releaseEverywhere(): Promise<void> {
+    return this.releaseCall();
   }
 }

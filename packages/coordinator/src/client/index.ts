@@ -4,10 +4,10 @@ export {
   CoordinatorClient,
   DEFAULT_CLIENT_OPTIONS,
   type CoordinatorClientOptions,
-  type AcquireOptions,
   type UsingOptions,
   type LockStatus,
 } from './coordinator-client.js';
+export type { AcquireOptions, LeaseWatchOptions } from '../lease/lease-watch.js';
 export { ClientLease } from './client-lease.js';
 export { ClientMultiLease } from './client-multi-lease.js';
 export { errorFromResponse } from './response-errors.js';

@@ -5,8 +5,8 @@ import {
   type LeaseResponseBody,
   type MultiLeaseResponseBody,
 } from '@fenced/shared';
-import type { LeaseGrant } from './client-lease.js';
-import type { MultiLeaseGrant } from './client-multi-lease.js';
+import type { ReportedGrant } from './client-lease.js';
+import type { ReportedMultiGrant } from './client-multi-lease.js';
 
 // The service's lease responses, read and checked field by field: a proxy's page or a malformed body becomes an
 // InternalError naming the status, never a half-filled lease.
@@ -23,7 +23,7 @@ export async function readBody(response: Response): Promise<unknown> {
 }
 
 /** A single-resource lease from a 200/201 body. @throws InternalError when a field is missing or malformed */
-export function toGrant(body: unknown, validFrom: number, status: number): LeaseGrant {
+export function toGrant(body: unknown, validFrom: number, status: number): ReportedGrant {
   const lease = body as Partial<LeaseResponseBody> | null;
   if (
     typeof lease?.resource !== 'string' ||
@@ -48,7 +48,7 @@ export function toGrant(body: unknown, validFrom: number, status: number): Lease
 }
 
 /** A multi-resource lease from a 200/201 body. @throws InternalError when a field is missing or malformed */
-export function toMultiGrant(body: unknown, validFrom: number, status: number): MultiLeaseGrant {
+export function toMultiGrant(body: unknown, validFrom: number, status: number): ReportedMultiGrant {
   const lease = body as Partial<MultiLeaseResponseBody> | null;
   const malformed = (): InternalError =>
     new InternalError(`malformed multi-resource lease in the coordinator's ${status} response`);

@@ -35,7 +35,7 @@ import {
   tokenKeyPattern,
   type NodeStateKeys,
 } from '../redlock/keys.js';
-import type { ProtocolNode } from '../protocol/protocol-node.js';
+import type { ProtocolNode } from './protocol-node.js';
 import type { RepairProgress } from './repair.js';
 import {
   configProblems,

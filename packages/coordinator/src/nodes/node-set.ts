@@ -16,19 +16,20 @@
  * Tests that fail when this breaks: test/fault/amnesia.test.ts (F19, F22), test/fault/restarts.test.ts (F6, F7),
  * test/integration/coordinator/lifecycle.test.ts, test/unit/coordinator/fresh-cluster.test.ts.
  *
- * Just under 500 lines: membership, start-up checks, the background re-check and fold passes, and the status views
- * (probed, recent, cached) all read the same per-node facts; fresh initialization (nodes/fresh-cluster.ts) and the
- * repair (nodes/repair.ts) live apart.
+ * Over 400 lines: membership, start-up checks, the background re-check and fold timers, and the status views
+ * (probed, recent, cached) all read the same per-node facts; fresh initialization (nodes/fresh-cluster.ts), the
+ * fold pass (nodes/fold.ts) and the repair (nodes/repair.ts) live apart.
  */
 import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
 import type { UnsafeNode } from '../errors.js';
 import type { CoordinatorSettings } from '../options.js';
-import type { ProtocolClock, ProtocolContext } from '../protocol/protocol-node.js';
+import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink } from './node-connection.js';
+import { foldIdleRegisters, foldIntervalMs } from './fold.js';
 import { initializeFreshCluster } from './fresh-cluster.js';
 import { parseRecorded, reconcileSettings, settingsRecord, type RecordedSettings } from './cluster-settings.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
@@ -61,8 +62,6 @@ export interface NodeRepairStatus extends RepairProgress {
 const RECHECK_INTERVAL_MS = 1_000;
 /** How long a fresh-cluster mark outlives an initializing process that died between its steps. */
 const FRESH_MARK_TTL_MS = 30_000;
-/** Registers per fold step (SCAN COUNT hint): bounds how long one step blocks a node. */
-const FOLD_BATCH = 500;
 
 /** The monotonic clock of a real process. */
 export const SYSTEM_CLOCK: ProtocolClock = {
@@ -203,37 +202,19 @@ export class NodeSet implements ProtocolContext {
   }
 
   /**
-   * One fold pass over every voting node (DESIGN §3): registers idle for `tokenRetentionMs` go into the node's
+   * One fold pass over every voting node (nodes/fold.ts): registers idle for `tokenRetentionMs` go into the node's
    * floor. Runs every half retention (at most every minute, at least every second) in the background; one process
    * per node and interval does the work (fold.lua's lock), the others find it busy. Returns how many registers
    * this call folded.
    */
-  async foldIdleRegisters(): Promise<number> {
-    const retentionMs = this.settings.tokenRetentionMs;
-    // OBJECT IDLETIME counts whole seconds, so round up: a register is never folded before the retention.
-    const minIdleSeconds = Math.ceil(retentionMs / 1_000) + 1;
-    let folded = 0;
-    await Promise.all(
-      this.nodes
-        .filter((node) => this.isVoting(node.index))
-        .map(async (node) => {
-          let cursor = '0';
-          do {
-            if (this.closing.aborted) return;
-            const reply = await node.fold(
-              this.probeTimeoutMs,
-              cursor,
-              FOLD_BATCH,
-              minIdleSeconds,
-              foldIntervalMs(retentionMs),
-            );
-            if (reply.kind !== 'folded') return; // busy (another process's pass), empty, or corrupt
-            folded += reply.folded;
-            cursor = reply.cursor;
-          } while (cursor !== '0');
-        }),
-    );
-    return folded;
+  foldIdleRegisters(): Promise<number> {
+    return foldIdleRegisters({
+      nodes: this.nodes,
+      isVoting: (index) => this.isVoting(index),
+      tokenRetentionMs: this.settings.tokenRetentionMs,
+      callTimeoutMs: this.probeTimeoutMs,
+      signal: this.closing,
+    });
   }
 
   /** A script said NOT_INITIALIZED: the node restarted empty. It stops voting until repaired. */
@@ -512,9 +493,4 @@ export class NodeSet implements ProtocolContext {
     }
     return status;
   }
-}
-
-/** How often fold passes start: half the retention, at least every second, at most every minute. */
-export function foldIntervalMs(tokenRetentionMs: number): number {
-  return Math.min(60_000, Math.max(1_000, Math.floor(tokenRetentionMs / 2)));
 }

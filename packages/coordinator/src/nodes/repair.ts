@@ -52,7 +52,7 @@
  * (F24), and the mutation table's repair and seal rows (test/mutants/).
  */
 import { randomUUID } from 'node:crypto';
-import type { ProtocolClock } from '../protocol/protocol-node.js';
+import type { ProtocolClock } from './protocol-node.js';
 import type {
   FinishRepairReply,
   RepairMarkerReply,

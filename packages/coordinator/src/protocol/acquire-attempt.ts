@@ -24,7 +24,7 @@
  * from the wrong moment, a lease with no validity left), test/integration/coordinator/*.test.ts on real nodes.
  */
 import { NodeTimeoutError } from '../errors.js';
-import type { LeaseGrant } from '../lease.js';
+import type { LeaseGrant } from '../lease/lease.js';
 import type { ResourceKeys } from '../redlock/keys.js';
 import { fanOut, maxAgainst } from '../redlock/quorum.js';
 import { driftMs, validityMs } from '../redlock/validity.js';
@@ -32,7 +32,7 @@ import type { AcquireReply } from '../scripts/script-results.js';
 import { promiseRounds } from '../tokens/promise-rounds.js';
 import type { TokenProposer } from '../tokens/proposal.js';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
-import { votingCalls, type ProtocolContext } from './protocol-node.js';
+import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { Releaser } from './release.js';
 
 export type AttemptResult =

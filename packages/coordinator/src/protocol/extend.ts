@@ -15,11 +15,11 @@
  * test/fault/late-commands.test.ts on real nodes.
  */
 import { InvalidRequestError, LeaseLostError } from '@fenced/shared';
-import type { LeaseGrant } from '../lease.js';
+import type { LeaseGrant } from '../lease/lease.js';
 import type { ResourceKeys } from '../redlock/keys.js';
 import { fanOut, maxAgainst } from '../redlock/quorum.js';
 import { driftMs, validityMs } from '../redlock/validity.js';
-import { votingCalls, type ProtocolContext } from './protocol-node.js';
+import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { Releaser } from './release.js';
 
 export interface ExtendRequest {

@@ -1,6 +1,6 @@
 import type { ResourceKeys } from '../redlock/keys.js';
 import { fanOut } from '../redlock/quorum.js';
-import { votingCalls, type ProtocolContext } from './protocol-node.js';
+import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 
 /**
  * Whether a majority of voting nodes holds a lease on the resource, and its token (the highest any of them

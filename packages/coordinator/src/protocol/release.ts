@@ -11,7 +11,7 @@
 import type { ResourceKeys } from '../redlock/keys.js';
 import { fanOut, type FanOutResult, type NodeReply } from '../redlock/quorum.js';
 import type { ReleaseReply } from '../scripts/script-results.js';
-import type { ProtocolContext, ProtocolNode } from './protocol-node.js';
+import type { ProtocolContext, ProtocolNode } from '../nodes/protocol-node.js';
 
 /** Background retries of a release on nodes that did not answer it (backoff from retryDelayMs, capped at 5 s). */
 export const RELEASE_RETRIES = 8;

@@ -23,10 +23,12 @@ export const ScriptCode = {
   INITIALIZED: 10,
   /** Another repair holds the node's repair marker. */
   BUSY: 11,
-  /** The caller's seal epoch is not the node's (a repair read the node since): nothing written; `{12, epoch}`. */
-  SEALED: 12,
-  /** The ttl exceeds the cluster's maxTtlMs recorded on the node: nothing written; `{13, maxTtlMs}`. */
-  TTL_ABOVE_MAX: 13,
+  /** fresh-init.lua: this initialization's init mark is gone from the node (it restarted, or the marks expired). */
+  NO_INIT_MARK: 12,
+  /** The caller's seal epoch is not the node's (a repair read the node since): nothing written; `{13, epoch}`. */
+  SEALED: 13,
+  /** The ttl exceeds the cluster's maxTtlMs recorded on the node: nothing written; `{14, maxTtlMs}`. */
+  TTL_ABOVE_MAX: 14,
 } as const;
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
 
@@ -76,7 +78,7 @@ export const SCRIPT_CODES = {
   'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
-  'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_REPAIR_MARKER],
+  'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
   settings: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
 
@@ -146,9 +148,9 @@ export type FinishRepairReply = { readonly kind: 'finished' } | { readonly kind:
 export type SettingsReply =
   | { readonly kind: 'settings'; readonly settings: Readonly<Record<string, string>> }
   | { readonly kind: 'not-initialized' };
-/** fresh-init.lua: `ok` (marked, mark still ours, or initialized), `initialized` (not fresh), `mark-lost`. */
+/** fresh-init.lua: `ok` (marked, init mark still ours, or initialized), `initialized` (not fresh), `init-mark-lost`. */
 export type FreshInitReply =
-  { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'mark-lost' };
+  { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'init-mark-lost' };
 
 export interface ScriptReplies {
   acquire: AcquireReply;
@@ -299,8 +301,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'ok' });
       case ScriptCode.INITIALIZED:
         return r.done({ kind: 'initialized' });
-      case ScriptCode.NO_REPAIR_MARKER:
-        return r.done({ kind: 'mark-lost' });
+      case ScriptCode.NO_INIT_MARK:
+        return r.done({ kind: 'init-mark-lost' });
     }
   },
   settings: (r) => {

@@ -27,7 +27,7 @@
 import type { QuorumUnavailableError } from '@fenced/shared';
 import type { ResourceKeys } from '../redlock/keys.js';
 import { fanOut } from '../redlock/quorum.js';
-import { votingCalls, type ProtocolContext } from '../protocol/protocol-node.js';
+import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { TokenProposer } from './proposal.js';
 
 /** How many extra promise rounds an acquire may spend when its guess was refused (DESIGN §3). */

@@ -17,7 +17,7 @@ interface Memory {
  *
  * The time floor `Date.now() << 20` (about 2^60.6 today, 2^63 in the year 2248) starts a fresh process above
  * the tokens other processes minted before, and leaves 2^20 tokens per millisecond. A wrong clock only costs a
- * second round, never safety; a floor above 2^63 − 1 is ignored.
+ * second round, never safety; a time floor above 2^63 − 1 is ignored.
  */
 export class TokenProposer {
   private readonly memory = new Map<string, Memory>();
@@ -27,8 +27,8 @@ export class TokenProposer {
   /** The round-one guess for a resource; `null` when no larger token fits in 64 bits. */
   firstGuess(resource: string): bigint | null {
     const m = this.remember(resource);
-    const floor = BigInt(Math.max(0, Math.floor(this.now()))) << 20n;
-    const candidate = max(m.seen + 1n, m.proposed + 1n, floor <= MAX_TOKEN ? floor : 0n);
+    const timeFloor = BigInt(Math.max(0, Math.floor(this.now()))) << 20n;
+    const candidate = max(m.seen + 1n, m.proposed + 1n, timeFloor <= MAX_TOKEN ? timeFloor : 0n);
     return this.propose(m, candidate);
   }
 

@@ -38,7 +38,8 @@ export interface AppDeps extends Partial<AppOptions> {
 
 export { DEFAULT_APP_OPTIONS, type AppOptions, type HealthAuth } from '../service-options.js';
 
-const packageVersion = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+const packageVersion = (createRequire(import.meta.url)('../../../package.json') as { version: string })
+  .version;
 
 /**
  * Builds the coordinator service's HTTP app (DESIGN §5): a fastify instance with every route, hook and error

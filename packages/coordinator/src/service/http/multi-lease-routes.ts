@@ -1,7 +1,7 @@
 import { formatToken, type MultiLeaseResponseBody } from '@fenced/shared';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { lockOrder } from '../multi-lease.js';
-import type { GrantedMultiLease } from './lease-service.js';
+import { lockOrder } from '../../lease/multi-lease.js';
+import type { ServedMultiLease } from './lease-service.js';
 import type { LockRoutesDeps } from './lock-routes.js';
 import { createRouteSupport } from './route-support.js';
 import { parseOrThrow } from './schemas.js';
@@ -11,7 +11,7 @@ interface LeaseParams {
 }
 
 /**
- * The `/v1/leases` routes: one lease over several resources, granted all or nothing (protocol/multi-acquire.ts),
+ * The `/v1/leases` routes: one lease over several resources, granted all or nothing (protocol/acquire-within.ts),
  * each resource with its own token, all under one lease id. The service keeps no state: extend and release name
  * the resources again, and the lease id is the capability, as on the single-resource routes.
  */
@@ -56,7 +56,7 @@ export function multiLeaseRoutes(app: FastifyInstance, deps: LockRoutesDeps): vo
   });
 }
 
-function sendMultiLease(reply: FastifyReply, status: 200 | 201, lease: GrantedMultiLease): void {
+function sendMultiLease(reply: FastifyReply, status: 200 | 201, lease: ServedMultiLease): void {
   const body: MultiLeaseResponseBody = {
     resources: [...lease.resources],
     leaseId: lease.id,

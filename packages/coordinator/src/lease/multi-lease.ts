@@ -1,8 +1,8 @@
-import { InvalidRequestError, LeaseLostError, type FencedLease } from '@fenced/shared';
+import { fencesOf, InvalidRequestError, LeaseLostError, type FencedLease } from '@fenced/shared';
 import type { LeaseGrant, LeaseOperations } from './lease.js';
 import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
-import { monotonicNow } from './redlock/validity.js';
+import { monotonicNow } from '../redlock/validity.js';
 
 /** Most resources one multi-resource lease may cover. */
 export const MAX_LEASE_RESOURCES = 64;
@@ -95,10 +95,15 @@ export class GrantedMultiLease extends LeaseLifecycle implements MultiLease {
     this.grants = new Map(grants);
     this.tokens = new Map([...grants].map(([resource, grant]) => [resource, grant.token]));
     this.validity = Math.floor(this.validUntil() - monotonicNow());
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the watch reads the set's current validity
+    const lease = this;
     this.watch = new LeaseWatch(
       {
         // Errors of the watch name the first resource; an extension's own LeaseLostError names the lost one.
         resource: this.resources[0]!,
+        get validityMs() {
+          return lease.validityMs;
+        },
         remainingMs: () => this.remainingMs(),
         extend: (ttlMs?: number) => this.extend(ttlMs),
       },
@@ -121,12 +126,7 @@ export class GrantedMultiLease extends LeaseLifecycle implements MultiLease {
   }
 
   fences(): FencedLease[] {
-    return this.resources.map((resource) => ({
-      resource,
-      id: this.id,
-      token: this.tokens.get(resource)!,
-      proof: this.proofs?.get(resource),
-    }));
+    return fencesOf(this);
   }
 
   async extend(ttlMs: number = this.ttlMs): Promise<void> {

@@ -1,7 +1,7 @@
 import { formatToken, type LeaseResponseBody } from '@fenced/shared';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import type { GrantedLease, LeaseService } from './lease-service.js';
+import type { ServedLease, LeaseService } from './lease-service.js';
 import type { RequestLog } from './request-log.js';
 import { createRouteSupport } from './route-support.js';
 import { parseOrThrow, type Schemas } from './schemas.js';
@@ -75,7 +75,7 @@ export function lockRoutes(app: FastifyInstance, deps: LockRoutesDeps): void {
   });
 }
 
-function sendLease(reply: FastifyReply, status: 200 | 201, lease: GrantedLease): void {
+function sendLease(reply: FastifyReply, status: 200 | 201, lease: ServedLease): void {
   const body: LeaseResponseBody = {
     resource: lease.resource,
     leaseId: lease.id,

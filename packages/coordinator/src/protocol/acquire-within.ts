@@ -1,5 +1,6 @@
 /**
- * Multi-resource acquire: one lease over several resources, all or nothing (issue 13).
+ * The wait loop of every acquire, one resource or several: one lease over the request's resources, all or nothing.
+ * A one-resource acquire is the case of a set of one (each round is then a single attempt).
  *
  * A round acquires the resources one after another in one fixed order — sorted by UTF-8 bytes, without repeats
  * (`lockOrder`), the same in every process — each with a single attempt of the one-resource protocol
@@ -34,13 +35,13 @@
  */
 import { QuorumUnavailableError } from '@fenced/shared';
 import { TokenExhaustedError } from '../errors.js';
-import type { LeaseGrant } from '../lease.js';
+import type { LeaseGrant } from '../lease/lease.js';
 import type { ResourceKeys } from '../redlock/keys.js';
-import type { ReleaseSubscription } from '../waiters.js';
+import type { ReleaseSubscription } from './waiters.js';
 import type { AttemptResult } from './acquire-attempt.js';
 
-/** What a multi-resource acquire needs from the coordinator, and nothing more. */
-export interface MultiAcquireContext {
+/** What the wait loop needs from the coordinator, and nothing more. */
+export interface AcquireLoopContext {
   readonly minValidityMs: number;
   readonly retryDelayMs: number;
   /** Monotonic clock. */
@@ -56,7 +57,7 @@ export interface MultiAcquireContext {
   throwIfClosed(): void;
 }
 
-export interface MultiAcquireRequest {
+export interface AcquireLoopRequest {
   /** In lock order (see `lockOrder`). */
   readonly resources: readonly string[];
   readonly leaseId: string;
@@ -65,7 +66,7 @@ export interface MultiAcquireRequest {
   readonly signal: AbortSignal | undefined;
 }
 
-export type MultiAcquireOutcome =
+export type AcquireLoopOutcome =
   | { readonly kind: 'granted'; readonly grants: ReadonlyMap<string, LeaseGrant> }
   /** Not granted within the wait; `resource` is the one that blocked the last round. */
   | { readonly kind: 'locked'; readonly resource: string };
@@ -82,10 +83,10 @@ type RoundResult =
  * Rounds until every resource is granted, the wait runs out, or the nodes are unavailable.
  * @throws QuorumUnavailableError, TokenExhaustedError, the signal's reason, CoordinatorClosedError
  */
-export async function acquireAllWithin(
-  context: MultiAcquireContext,
-  request: MultiAcquireRequest,
-): Promise<MultiAcquireOutcome> {
+export async function acquireWithin(
+  context: AcquireLoopContext,
+  request: AcquireLoopRequest,
+): Promise<AcquireLoopOutcome> {
   const { signal } = request;
   const deadline = context.now() + request.waitMs;
   const subscriptions = new Map<string, ReleaseSubscription>();
@@ -137,10 +138,7 @@ export async function acquireAllWithin(
 }
 
 /** One round: a single attempt per resource in lock order; every grant released when any resource fails. */
-async function attemptRound(
-  context: MultiAcquireContext,
-  request: MultiAcquireRequest,
-): Promise<RoundResult> {
+async function attemptRound(context: AcquireLoopContext, request: AcquireLoopRequest): Promise<RoundResult> {
   const { resources, leaseId, ttlMs } = request;
   const grants = new Map<string, LeaseGrant>();
   let done = false;

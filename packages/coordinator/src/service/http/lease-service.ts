@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
-import type { NodeErrorEvent, NodeStatus } from '../coordinator.js';
-import type { Lease } from '../lease.js';
-import type { MultiLease } from '../multi-lease.js';
+import type { NodeErrorEvent, NodeStatus } from '../../coordinator.js';
+import type { Lease } from '../../lease/lease.js';
+import type { MultiLease } from '../../lease/multi-lease.js';
 
 /**
  * The slice of the coordinator the HTTP service uses (see `Coordinator`). Declared structurally so the
@@ -16,16 +16,16 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
   acquire(
     resource: string,
     options: { ttlMs: number; waitMs?: number; signal?: AbortSignal },
-  ): Promise<GrantedLease>;
+  ): Promise<ServedLease>;
   /** One lease over several resources, all or nothing (`POST /v1/leases`). */
   acquire(
     resources: readonly string[],
     options: { ttlMs: number; waitMs?: number; signal?: AbortSignal },
-  ): Promise<GrantedMultiLease>;
+  ): Promise<ServedMultiLease>;
   /** See `Coordinator.extend`: the same token, or `LeaseLostError`. */
-  extend(resource: string, leaseId: string, ttlMs: number): Promise<GrantedLease>;
+  extend(resource: string, leaseId: string, ttlMs: number): Promise<ServedLease>;
   /** Every resource of a multi-resource lease; a lost one releases the set and throws LeaseLostError. */
-  extend(resources: readonly string[], leaseId: string, ttlMs: number): Promise<GrantedMultiLease>;
+  extend(resources: readonly string[], leaseId: string, ttlMs: number): Promise<ServedMultiLease>;
   /** See `Coordinator.release`: an expired lease is released already. */
   release(resource: string, leaseId: string): Promise<void>;
   /** Every resource of a multi-resource lease (`DELETE /v1/leases/{leaseId}`). */
@@ -39,12 +39,12 @@ export interface LeaseService extends Pick<EventEmitter, 'on' | 'off'> {
 }
 
 /** What the service reads from a granted or extended lease; `proof` only when the coordinator signs. */
-export type GrantedLease = Pick<Lease, 'resource' | 'id' | 'token' | 'ttlMs' | 'validityMs' | 'expiresAt'> & {
+export type ServedLease = Pick<Lease, 'resource' | 'id' | 'token' | 'ttlMs' | 'validityMs' | 'expiresAt'> & {
   readonly proof?: string | undefined;
 };
 
 /** What the service reads from a granted or extended multi-resource lease; `proofs` only when it signs. */
-export type GrantedMultiLease = Pick<
+export type ServedMultiLease = Pick<
   MultiLease,
   'resources' | 'id' | 'tokens' | 'proofs' | 'ttlMs' | 'validityMs' | 'expiresAt'
 >;

@@ -1,6 +1,6 @@
 import { LeaseLostError } from '@fenced/shared';
 import type { LeaseWatch } from './lease-watch.js';
-import { monotonicNow } from './redlock/validity.js';
+import { monotonicNow } from '../redlock/validity.js';
 
 /**
  * What a granted lease does the same whether it covers one resource or several: it is held, then released or

@@ -1,26 +1,47 @@
 import { LeaseLostError } from '@fenced/shared';
-import { keepLeaseAlive, type LeaseKeeper } from './lease-keeper.js';
+import { keepLeaseAlive, type KeptLease, type LeaseKeeper } from './keep-lease-alive.js';
 
 /**
  * What a lease watch needs of its lease. `resource` names the lease in errors (the first resource of a set).
  * Pure: no Redis, no HTTP, so the library's leases and the HTTP client's leases share it.
  */
-export interface WatchedLease {
-  readonly resource: string;
-  remainingMs(): number;
-  extend(ttlMs?: number): Promise<void>;
-}
+export type WatchedLease = KeptLease;
 
 /** The options of an acquire that concern the watch. */
 export interface LeaseWatchOptions {
   /**
-   * Keep the lease extended in the background until it is released (lease-keeper.ts: an extension when half
-   * of the remaining validity is left, retries while validity remains).
+   * Keep the lease extended in the background until it is released (keep-lease-alive.ts: an extension when
+   * `extendAtRemainingFraction` of the validity is left; an extension that failed without the lease being reported
+   * lost is retried while validity remains). `lease.signal` aborts with a LeaseLostError when an extension fails
+   * for good or the validity runs out first. The keeper stops on release, `await using` disposal, loss, and the
+   * owner's `close()`. Without it the lease lives for its ttl unless you call `extend()`.
    * @defaultValue `false`
    */
   autoExtend?: boolean;
-  /** Called once, with the LeaseLostError that also aborted `lease.signal`, when the lease is lost. */
+  /**
+   * Called once, with the LeaseLostError that aborts `lease.signal`, when the lease is lost while held (never on
+   * release). Runs synchronously from a timer or an extension: keep it short, and do not throw.
+   */
   onLost?: (error: LeaseLostError) => void;
+  /**
+   * With `autoExtend`: extend when this fraction of the validity is left. Smaller leaves fewer extensions but less
+   * room for a slow or retried extension before the lease runs out.
+   * @defaultValue `0.5`
+   */
+  extendAtRemainingFraction?: number;
+}
+
+/**
+ * The options of every acquire, in the library (`Coordinator`) and in the HTTP client (`CoordinatorClient`)
+ * alike: the lease, how long to wait for it, and how it is watched.
+ */
+export interface AcquireOptions extends LeaseWatchOptions {
+  /** Lease time to live, an integer number of ms up to the cluster's maximum ttl. */
+  ttlMs: number;
+  /** How long to keep trying while another holder has the resource. @defaultValue `0` */
+  waitMs?: number;
+  /** Aborts the wait; the acquire then rejects with the signal's reason (a lease granted meanwhile is released). */
+  signal?: AbortSignal;
 }
 
 /** Where watches live while they hold a timer: the owner (a coordinator or client) stops them on close. */
@@ -77,7 +98,10 @@ export class LeaseWatch {
   /** Starts the keeper of an `autoExtend` lease; call once the lease is granted. */
   start(): void {
     if (this.options.autoExtend !== true || this.stopped) return;
-    const keeper = keepLeaseAlive(this.lease, { retryDelayMs: this.context.retryDelayMs });
+    const keeper = keepLeaseAlive(this.lease, {
+      retryDelayMs: this.context.retryDelayMs,
+      extendAtRemainingFraction: this.options.extendAtRemainingFraction ?? 0.5,
+    });
     this.keeper = keeper;
     keeper.signal.addEventListener('abort', () => this.lost(keeper.signal.reason), { once: true });
     this.context.live.add(this);

@@ -6,8 +6,8 @@ export type { AppDeps, AppOptions, HealthAuth } from './http/app.js';
 export type { RequestLimits } from './service-options.js';
 export type {
   LeaseService,
-  GrantedLease,
-  GrantedMultiLease,
+  ServedLease,
+  ServedMultiLease,
   NodeStatusView,
   NodeErrorEvent,
 } from './http/lease-service.js';

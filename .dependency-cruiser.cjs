@@ -1,0 +1,93 @@
+// The architecture as rules (`npm run lint` runs `npm run lint:imports`, which runs this): no import circles in
+// any package; inside @fenced/coordinator no import runs back up the wings' layers; and the "nevers" between
+// entry points and packages. A rule that is broken fails the lint with the importing and the imported file.
+//
+// @fenced/coordinator's layers, lowest first: a file may import from its own layer and the ones below, never above.
+const COORDINATOR = '^packages/coordinator/src/';
+const LAYERS = [
+  ['errors\\.ts', 'redlock/', 'signing/'],
+  ['options\\.ts'],
+  ['scripts/'],
+  ['nodes/'],
+  ['tokens/', 'lease/'],
+  ['protocol/'],
+  ['coordinator\\.ts'],
+  ['index\\.ts', 'client/', 'service/', 'cli/', 'bin/'],
+];
+const inLayers = (layers) => `${COORDINATOR}(${layers.flat().join('|')})`;
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import circle: the files of one depend on each other, so none can be read or moved alone.',
+      from: { path: '^packages/' },
+      to: { circular: true },
+    },
+    ...LAYERS.slice(0, -1).map((layer, i) => ({
+      name: `coordinator-layer-${i}-imports-up`,
+      severity: 'error',
+      comment: `${layer.join(', ')} must not import from a higher layer (${LAYERS.slice(i + 1)
+        .flat()
+        .join(', ')}).`,
+      from: { path: inLayers([layer]) },
+      to: { path: inLayers(LAYERS.slice(i + 1)) },
+    })),
+    {
+      name: 'library-entry-reaches-service',
+      severity: 'error',
+      comment:
+        'The library entry (@fenced/coordinator) never loads the service, its HTTP stack or the HTTP client: a library user installs and loads none of it.',
+      from: { path: `${COORDINATOR}index\\.ts$` },
+      to: {
+        path: [
+          `${COORDINATOR}(service|cli|client|bin)/`,
+          'node_modules/(fastify|@fastify|pino|prom-client|zod)/',
+        ],
+        reachable: true,
+      },
+    },
+    {
+      name: 'http-client-reaches-node-layer',
+      severity: 'error',
+      comment:
+        'The HTTP client (@fenced/coordinator/client) never reaches ioredis or the node layer: it talks to the service over HTTP only.',
+      from: { path: `${COORDINATOR}client/index\\.ts$` },
+      to: {
+        path: [
+          `${COORDINATOR}(nodes|scripts|tokens|protocol|service|cli)/`,
+          `${COORDINATOR}(coordinator|options|errors)\\.ts$`,
+          'node_modules/ioredis/',
+        ],
+        reachable: true,
+      },
+    },
+    {
+      name: 'shared-imports-ours',
+      severity: 'error',
+      comment: '@fenced/shared holds the protocol types every package uses; it imports nothing of ours.',
+      from: { path: '^packages/shared/src/' },
+      to: { path: ['^packages/(?!shared/)', 'node_modules/@fenced/'] },
+    },
+    {
+      name: 'guard-reaches-coordinator',
+      severity: 'error',
+      comment:
+        'The guarded store never depends on the coordinator: it trusts tokens (and proofs), not the lock service that made them.',
+      from: { path: '^packages/guarded-store/src/' },
+      to: { path: ['^packages/coordinator/', 'node_modules/@fenced/coordinator/', 'node_modules/ioredis/'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)dist/' },
+    tsPreCompilationDeps: true,
+    combinedDependencies: true,
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['@fenced/source', 'import', 'require', 'node', 'default'],
+    },
+  },
+};
