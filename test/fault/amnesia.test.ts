@@ -22,7 +22,7 @@ import { FaultWorld, seedRegistersAhead, tokenKey, uniqueResource } from './supp
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
 
-/** The sit-out, and the longest lease anyone here takes. */
+/** The longest lease anyone here takes (what the old repair sat out). */
 const MAX_TTL_MS = 3_000;
 /** F19's three-node cluster: nodes 0, 1, 2 of the world, called R, X and Y as in the issue. */
 const R = 0;

@@ -12,7 +12,7 @@ import { leaseKey, lockTtl, lockValue, storedToken } from './redlock-fixture.js'
 // standalone masters, DESIGN §3).
 
 // Adapted: redlock's tests lock for Math.floor(Number.MAX_SAFE_INTEGER / 10) ms. fenced caps a lease at
-// `maxTtlMs` (one hour by default; it is also how long a node that restarted empty sits out) and refuses longer
+// `maxTtlMs` (one hour by default; recorded on the nodes as the cluster's) and refuses longer
 // ones with InvalidRequestError, so the long-lived locks here last a minute.
 const LONG = 60_000;
 

@@ -6,7 +6,7 @@
  * Every nondeterministic decision goes through one `Chooser`: replaying the same choices replays the same run
  * exactly, which is how a failure found by the seeded-random search or the exhaustive search is reproduced.
  * Messages have unbounded delay (a "long" choice can outlast any ttl), so "a promise still in flight after a crash
- * and a repair" is just one choice away; timers (timeouts, sit-outs, sleeps) fire exactly on virtual time.
+ * and a repair" is just one choice away; timers (timeouts, sleeps) fire exactly on virtual time.
  */
 import { NodeTimeoutError } from '../../../packages/coordinator/src/errors.js';
 import type { ProtocolClock, ProtocolNode } from '../../../packages/coordinator/src/nodes/protocol-node.js';
