@@ -97,7 +97,7 @@ async function lossUnderLoad(loss: Loss): Promise<FlushOutcome> {
   });
   const oks = (): number =>
     history.events.filter((e) => e.op === 'increment' && e.kind === 'ok' && e.resource === loaded).length;
-  await until('the load runs', async () => oks() >= 6);
+  await until('the load runs', () => oks() >= 6);
 
   const incarnation = `${keyPrefix}:node:incarnation`;
   const lostAt = performance.now();
@@ -112,7 +112,7 @@ async function lossUnderLoad(loss: Loss): Promise<FlushOutcome> {
   await until('node 0 votes again', async () => (await raw[0]!.exists(incarnation)) === 1, MAX_TTL_MS);
   const votedAgainAfterMs = performance.now() - lostAt;
   const okAtVote = oks();
-  await until('increments go on after the node voted again', async () => oks() >= okAtVote + 4);
+  await until('increments go on after the node voted again', () => oks() >= okAtVote + 4);
   stopped = true;
   await load;
   const incrementsAfterLoss = oks() - okBefore;

@@ -97,7 +97,9 @@ async function sitOutRepairByHand(raw: readonly Redis[], prefix: string): Promis
   await raw[N1]!.set(incarnationKey(prefix), `by-hand-${randomUUID()}`);
 }
 
-async function issueSchedule(repair: 'sealed' | 'sit-out-by-hand'): Promise<{ verdict: Verdict; notes: string }> {
+async function issueSchedule(
+  repair: 'sealed' | 'sit-out-by-hand',
+): Promise<{ verdict: Verdict; notes: string }> {
   const { prefix, raw } = await freshCluster(B_MAX_TTL_MS);
   const resource = uniqueResource('acct');
   await world.ensureCounter(resource);

@@ -30,7 +30,12 @@ export type FaultStep =
   /** FLUSHALL on a node: it loses every key, its incarnation key among them, while it keeps running (F24). */
   | { readonly kind: 'flush-node'; readonly node: number }
   /** A node's clock (its clock shim) jumps by `byMs` for `forMs`, then back: its lease keys expire early or late. */
-  | { readonly kind: 'skew-node-clock'; readonly node: number; readonly byMs: number; readonly forMs: number };
+  | {
+      readonly kind: 'skew-node-clock';
+      readonly node: number;
+      readonly byMs: number;
+      readonly forMs: number;
+    };
 
 export interface ScheduledStep {
   readonly atMs: number;

@@ -244,7 +244,9 @@ describe('fenced-coordinator settings', () => {
     const error: unknown = await stale.ready().catch((e: unknown) => e);
     await stale.close();
     expect((error as Error).name).toBe('ClusterSettingsError');
-    expect((error as Error).message).toMatch(/configured with maxTtlMs 2000, .* recorded on the nodes is 4000/);
+    expect((error as Error).message).toMatch(
+      /configured with maxTtlMs 2000, .* recorded on the nodes is 4000/,
+    );
     // ... unless told to adopt the recorded one; and the nodes themselves refuse a longer lease.
     const adopting = new Coordinator({
       nodes: env.urls,

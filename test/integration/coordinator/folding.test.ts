@@ -166,7 +166,7 @@ describe('a restart repair', () => {
       await eventually(async () => (await coordinator.nodeStatus())[2]!.reachable, 'the probe to reach it');
       const repair = coordinator.repairNode(2);
       await eventually(
-        async () => coordinator.cachedNodeStatus()[2]!.repair?.phase === 'reading',
+        () => Promise.resolve(coordinator.cachedNodeStatus()[2]!.repair?.phase === 'reading'),
         'the repair to seal and read its sources',
       );
       await target.restart({ keepData: false }); // again, while the repair runs: its marker is gone
@@ -203,11 +203,14 @@ describe('a restart repair', () => {
       await eventually(async () => (await first.nodeStatus())[1]!.reachable, 'the first process to reach it');
       const firstRepair = first.repairNode(1);
       await eventually(
-        async () => first.cachedNodeStatus()[1]!.repair?.phase === 'reading',
+        () => Promise.resolve(first.cachedNodeStatus()[1]!.repair?.phase === 'reading'),
         'the first process to read its sources',
       );
       const secondRepair = second.repairNode(1);
-      await eventually(async () => seen.some((s) => /waiting/.test(s)), 'the second process to wait');
+      await eventually(
+        () => Promise.resolve(seen.some((s) => /waiting/.test(s))),
+        'the second process to wait',
+      );
       for (const i of [0, 2]) links.proxies[i]!.release();
       await Promise.all([firstRepair, secondRepair]);
       await eventually(async () => {

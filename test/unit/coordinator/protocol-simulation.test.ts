@@ -186,10 +186,10 @@ describe('protocol simulation: processes with different settings and clocks (F23
   it(
     'finds no G2 violation when the repairer’s maxTtlMs is far below another process’s grant window',
     async () => {
-      const report = await exploreExhaustively(
-        (choose) => violationOf(settingsDisagree('real'), choose),
-        { maxDeviations: 2, maxRuns: 20_000 },
-      );
+      const report = await exploreExhaustively((choose) => violationOf(settingsDisagree('real'), choose), {
+        maxDeviations: 2,
+        maxRuns: 20_000,
+      });
       expect(report.failure).toBeNull();
       expect(report.exhausted).toBe(true);
       expect(report.runs).toBeGreaterThan(1_000);

@@ -75,6 +75,8 @@ function describeSettings(nodes: readonly NodeSettingsView[]): string[] {
     if (n.state === 'error') return `${head}error: ${n.error}`;
     if (n.state === 'not-initialized') return `${head}not initialized (empty or under repair): not written`;
     const entries = Object.entries(n.settings ?? {});
-    return head + (entries.length === 0 ? 'no settings recorded' : entries.map(([k, v]) => `${k}=${v}`).join(' '));
+    return (
+      head + (entries.length === 0 ? 'no settings recorded' : entries.map(([k, v]) => `${k}=${v}`).join(' '))
+    );
   });
 }

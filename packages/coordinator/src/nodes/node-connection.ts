@@ -29,12 +29,7 @@ import {
 } from '../scripts/script-results.js';
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
-import {
-  nodeStateKeys,
-  resourceKeyPattern,
-  tokenKeyPattern,
-  type NodeStateKeys,
-} from '../redlock/keys.js';
+import { nodeStateKeys, resourceKeyPattern, tokenKeyPattern, type NodeStateKeys } from '../redlock/keys.js';
 import type { ProtocolNode } from './protocol-node.js';
 import type { RepairProgress } from './repair.js';
 import {

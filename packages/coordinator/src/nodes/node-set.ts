@@ -31,7 +31,12 @@ import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink } from './node-connection.js';
 import { foldIdleRegisters, foldIntervalMs } from './fold.js';
 import { initializeFreshCluster } from './fresh-cluster.js';
-import { parseRecorded, reconcileSettings, settingsRecord, type RecordedSettings } from './cluster-settings.js';
+import {
+  parseRecorded,
+  reconcileSettings,
+  settingsRecord,
+  type RecordedSettings,
+} from './cluster-settings.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
