@@ -146,6 +146,9 @@ export const DEFAULT_REPAIR_TIMING: RepairTiming = Object.freeze({
   maxRestarts: 5,
 });
 
+/** Raise batches sent at once: the copy is bound by round trips, not by the node. */
+const RAISES_IN_FLIGHT = 4;
+
 /** The node restarted again (or the marker expired): the repair must start over from the claim. */
 class RepairRestart extends Error {
   override readonly name = 'RepairRestart';
@@ -228,18 +231,24 @@ async function repairOnce(
     for (let i = 0; i < leases.length; i += timing.batchSize) {
       batches.push([[], leases.slice(i, i + timing.batchSize)]);
     }
+    // Several batches in flight (raising is idempotent and order-free; each checks the marker itself).
     let copied = 0;
-    for (const [registerBatch, leaseBatch] of batches) {
-      keeper.throwIfLost();
-      const raised = await retried(timing, () =>
-        target.repairRaise(timeout, repairId, sources.floor, registerBatch, leaseBatch),
-      );
-      if (raised.kind === 'no-repair-marker') throw new RepairRestart('its repair marker was lost');
-      if (raised.kind === 'corrupt')
-        throw new Error('its floor or a register holds something other than a token');
-      copied += registerBatch.length;
-      copying(copied);
-    }
+    let next = 0;
+    const raiseBatches = async (): Promise<void> => {
+      while (next < batches.length) {
+        const [registerBatch, leaseBatch] = batches[next++]!;
+        keeper.throwIfLost();
+        const raised = await retried(timing, () =>
+          target.repairRaise(timeout, repairId, sources.floor, registerBatch, leaseBatch),
+        );
+        if (raised.kind === 'no-repair-marker') throw new RepairRestart('its repair marker was lost');
+        if (raised.kind === 'corrupt')
+          throw new Error('its floor or a register holds something other than a token');
+        copied += registerBatch.length;
+        copying(copied);
+      }
+    };
+    await Promise.all(Array.from({ length: RAISES_IN_FLIGHT }, raiseBatches));
     keeper.throwIfLost();
     context.status(target, 'restarted empty: registers and leases copied; finishing the repair', {
       phase: 'finishing',
