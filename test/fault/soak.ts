@@ -116,14 +116,26 @@ async function memoryLine(): Promise<string> {
 
 try {
   for (let seed = firstSeed; ; seed++) {
-    const { verdict, schedule, history } = await runRandomSchedule(world, {
-      seed,
-      durationMs: runMs,
-      protection: 'protected',
-      clients,
-      onProgress: (p) => progressLine(seed, p),
-      extended: { nodeClocks },
-    });
+    let run: Awaited<ReturnType<typeof runRandomSchedule>>;
+    try {
+      run = await runRandomSchedule(world, {
+        seed,
+        durationMs: runMs,
+        protection: 'protected',
+        clients,
+        onProgress: (p) => progressLine(seed, p),
+        extended: { nodeClocks },
+      });
+    } catch (error) {
+      // A run that cannot even start (no quorum could vote) is a failure too, with its seed; the soak goes on.
+      failed++;
+      runs++;
+      console.log(`seed ${seed}: FAILED to run — ${error instanceof Error ? error.message : String(error)}`);
+      console.log(`  replay with: npm run soak -- --seed ${seed}`);
+      if (deadline === undefined || performance.now() > deadline) break;
+      continue;
+    }
+    const { verdict, schedule, history, skippedLosses } = run;
     runs++;
     if (tty) process.stdout.write('\r\u001b[K');
     const counts = verdict.info
@@ -133,7 +145,9 @@ try {
       const kinds = new Map<string, number>();
       for (const { step } of schedule) kinds.set(step.kind, (kinds.get(step.kind) ?? 0) + 1);
       const faults = [...kinds].map(([kind, n]) => `${n} ${kind}`).join(', ');
-      console.log(`seed ${seed}: ok — ${schedule.length} faults (${faults}); ${counts}`);
+      console.log(
+        `seed ${seed}: ok — ${schedule.length} faults (${faults}; ${skippedLosses} state losses skipped while another node was unrepaired); ${counts}`,
+      );
     } else {
       failed++;
       const file = await dumpHistory(history, `soak-seed-${seed}`);
