@@ -31,9 +31,7 @@ describe('the HTTP client keeps a lease’s token and proof across extends', () 
     const lease = new ClientLease(
       {
         extendById: (_resource, _id, ttlMs) =>
-          Promise.resolve(
-            grant({ token: 7n, proof: 'v1.key.other-proof', ttlMs, validityMs: ttlMs - 20 }),
-          ),
+          Promise.resolve(grant({ token: 7n, proof: 'v1.key.other-proof', ttlMs, validityMs: ttlMs - 20 })),
         releaseById: () => Promise.resolve(),
       },
       grant(),
