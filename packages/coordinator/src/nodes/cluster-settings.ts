@@ -12,6 +12,11 @@
  *   one configured lower would refuse leases the cluster grants. A process configured otherwise refuses to start,
  *   naming both values, unless `clusterSettings: 'adopt'`.
  *
+ * Not checked: *which* N nodes a process lists. Two processes that list the same count over different members (one
+ * node swapped for another) could still form majorities that do not intersect; a node listed by one process only
+ * starts empty and is repaired into the cluster, but nothing tells the processes apart. Node lists are the
+ * operator's to keep equal (the service reads them from one FENCED_REDIS_URLS).
+ *
  * Settings that need not agree, and why: `driftFactor` and `minValidityMs` shape only the validity a process
  * computes for its own leases on its own clock (no token depends on them); `nodeTimeoutMs` bounds only how long a
  * process waits (a late reply is refused by a seal or counted by nobody); `tokenRetentionMs` decides only which
