@@ -26,6 +26,7 @@ import {
 import type { BenchResults } from './bench-results.js';
 import { createLockLibraries, type LockLibrary } from './lock-library.js';
 import { Progress } from './progress.js';
+import { chartLinks, writeCharts } from './charts.js';
 import { renderMarkdown, writeDocTables } from './report.js';
 import { FailureLog, type RunState } from './runner.js';
 import { runGuarded } from './scenarios/guarded.js';
@@ -191,7 +192,8 @@ async function main(options: BenchOptions): Promise<number> {
   const outFile = path.resolve(ROOT, options.out);
   await fs.mkdir(path.dirname(outFile), { recursive: true });
   await fs.writeFile(outFile, await formatted(outFile, JSON.stringify(output, null, 2)));
-  const markdown = renderMarkdown(output);
+  const charts = await writeCharts(output, outFile);
+  const markdown = renderMarkdown(output, chartLinks(charts, path.join(ROOT, 'docs')));
   if (options.writeDocs) {
     const doc = path.join(ROOT, 'docs', 'benchmarks.md');
     await writeDocTables(doc, markdown);
@@ -200,7 +202,7 @@ async function main(options: BenchOptions): Promise<number> {
   progress.done();
   process.stdout.write(`${markdown}\n`);
   progress.log(
-    `wrote ${path.relative(ROOT, outFile)}${options.writeDocs ? ' and docs/benchmarks.md' : ''} in ${output.durationSeconds.toFixed(0)} s`,
+    `wrote ${[outFile, ...charts.map((c) => c.file)].map((file) => path.relative(ROOT, file)).join(', ')}${options.writeDocs ? ' and docs/benchmarks.md' : ''} in ${output.durationSeconds.toFixed(0)} s`,
   );
   if (output.failures.length > 0) {
     progress.log(

@@ -1,12 +1,14 @@
 // Renders a results file as the Markdown tables of docs/benchmarks.md, e.g. for a supplementary run:
 //   node --conditions=@fenced/source --import tsx bench/render.ts bench/results/scale-1m.json --section scale-1m
-// prints the tables, and with --section writes them into docs/benchmarks.md between that section's markers.
+// prints the tables, and with --section writes them into docs/benchmarks.md between that section's markers,
+// with the SVG charts (bench/charts.ts), which it writes beside the results file.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as prettier from 'prettier';
 import type { BenchResults } from './bench-results.js';
+import { chartLinks, writeCharts } from './charts.js';
 import { renderMarkdown, writeDocTables } from './report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -21,7 +23,8 @@ if (file === undefined) {
   process.exit(2);
 }
 const results = JSON.parse(await fs.readFile(path.resolve(file), 'utf8')) as BenchResults;
-const markdown = renderMarkdown(results);
+const charts = values.section === undefined ? [] : await writeCharts(results, path.resolve(file));
+const markdown = renderMarkdown(results, chartLinks(charts, path.join(ROOT, 'docs')));
 process.stdout.write(`${markdown}\n`);
 if (values.section !== undefined) {
   const doc = path.join(ROOT, 'docs', 'benchmarks.md');

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import type { BenchResults } from './bench-results.js';
+import type { ChartScenario } from './charts.js';
 import { range } from './statistics.js';
 import { LIBRARY_NAMES } from './lock-library.js';
 import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
@@ -243,9 +244,19 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   return checks;
 }
 
-/** The generated Markdown: environment, one table per scenario, the target checks. */
-export function renderMarkdown(results: BenchResults): string {
+/**
+ * The generated Markdown: environment, one table per scenario, the target checks. `charts` links a scenario's SVG
+ * chart (bench/charts.ts), shown above its table: scenario → path relative to the Markdown file.
+ */
+export function renderMarkdown(
+  results: BenchResults,
+  charts: Partial<Record<ChartScenario, { path: string; title: string }>> = {},
+): string {
   const out: string[] = [];
+  const chart = (scenario: ChartScenario): string[] => {
+    const link = charts[scenario];
+    return link === undefined ? [] : [`![${link.title}](${link.path})`, ''];
+  };
   const m = results.machine;
   const v = results.versions;
   out.push(
@@ -319,6 +330,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       `### 1. Uncontended acquire+release throughput`,
       '',
+      ...chart('throughput'),
       `Cycles per second (higher is better), median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.`,
       '',
       table(
@@ -356,6 +368,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       `### 2. Latency at concurrency 1`,
       '',
+      ...chart('latency'),
       `Milliseconds (lower is better); median over ${results.runs} runs of ${num(r.latency.samplesPerRun)} acquire+release cycles each (p99.9 pooled over all runs in brackets).`,
       '',
       table(
@@ -391,6 +404,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       `### 3. Contended hand-off`,
       '',
+      ...chart('handoff'),
       `K waiters on one resource, each holds it ${handoff.holdMs} ms once granted; milliseconds from the holder's release call to the next holder's grant (lower is better); median over ${results.runs} runs of ${handoff.handoffsPerRun} hand-offs (max: over all runs).`,
       '',
       table(
@@ -417,6 +431,7 @@ export function renderMarkdown(results: BenchResults): string {
     out.push(
       `### 4. Scale: many distinct resources`,
       '',
+      ...chart('scale'),
       `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.`,
       '',
       table(

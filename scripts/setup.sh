@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine for fenced: the system tools the tests, demo and benchmarks start for themselves
 # (redis-server, Postgres binaries, a C compiler for the clock shim), then the npm dependencies from the
-# lockfile. Safe to run again; installs only what is missing.
+# lockfile. Safe to run again; installs only what is missing, and skips `npm ci` when node_modules already matches
+# package-lock.json (scripts/node-modules-current.mjs compares it with npm's own record of the install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +31,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 if [ -f package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  if node scripts/node-modules-current.mjs; then
+    echo "skipping npm ci"
+  else
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
 else
   npm install --no-audit --no-fund --loglevel=error
 fi

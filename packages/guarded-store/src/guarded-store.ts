@@ -77,6 +77,42 @@ type Phase = 'begin' | 'work' | 'commit';
  *
  * The store does not own `db`; destroy it yourself. Build it with `createDatabase` (bigint tokens, search_path,
  * and a guarded transaction starts in one round trip instead of two) or bring your own Kysely over `pg`.
+ *
+ * @example
+ * A read-modify-write under a coordinator lease (the whole program: the package README's example):
+ * ```ts
+ * import { Coordinator } from '@fenced/coordinator';
+ * import { GuardedStore, createDatabase } from '@fenced/guarded-store';
+ *
+ * interface Database {
+ *   account: { id: string; balance: bigint };
+ * }
+ *
+ * const coordinator = new Coordinator({ nodes: process.env.FENCED_REDIS_URLS!.split(',') });
+ * const db = createDatabase<Database>({ connectionString: process.env.FENCED_DATABASE_URL! });
+ * const store = new GuardedStore(db, { schema: 'public' });
+ * await store.migrate(); // the fence tables; safe from several processes at once
+ *
+ * await coordinator.using('account:42', { ttlMs: 10_000, waitMs: 5_000 }, (lease) =>
+ *   // One transaction: the fence is raised first (StaleTokenError if the lease's token is older), then the
+ *   // reads and writes of the critical section.
+ *   store.run(lease, async (trx) => {
+ *     const row = await trx
+ *       .selectFrom('account')
+ *       .select('balance')
+ *       .where('id', '=', '42')
+ *       .forUpdate()
+ *       .executeTakeFirstOrThrow();
+ *     await trx
+ *       .updateTable('account')
+ *       .set({ balance: row.balance + 10n })
+ *       .where('id', '=', '42')
+ *       .execute();
+ *   }),
+ * );
+ * await coordinator.close();
+ * await db.destroy(); // the store does not own the pool
+ * ```
  */
 export class GuardedStore<DB> {
   readonly options: ResolvedGuardedStoreOptions;

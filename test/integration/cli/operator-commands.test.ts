@@ -294,8 +294,18 @@ describe('fenced-coordinator repair', () => {
     const events = result.stdout
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as { event: string; phase?: string; status?: { voting: boolean } });
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            event: string;
+            phase?: string;
+            elapsedMs?: number;
+            status?: { voting: boolean };
+          },
+      );
     expect(events.at(-1)).toMatchObject({ event: 'done', status: { voting: true } });
+    // every step says how long the repair has run so far
+    expect(events.filter((e) => e.event === 'progress' && typeof e.elapsedMs !== 'number')).toEqual([]);
     expect(events.filter((e) => e.event === 'progress').map((e) => e.phase)).toEqual([
       'reading',
       'copying',

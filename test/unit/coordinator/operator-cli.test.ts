@@ -46,6 +46,24 @@ describe('fenced-coordinator command line', () => {
     expect((await cli(['--help'])).out).toContain('commands:');
   });
 
+  it('prints its version with --version and -V, and names no repository-only script in any help', async () => {
+    const manifest = JSON.parse(
+      readFileSync(new URL('../../../packages/coordinator/package.json', import.meta.url), 'utf8'),
+    ) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const result = await cli([flag]);
+      expect(result.code).toBe(0);
+      expect(result.out).toBe(manifest.version);
+    }
+    const extra = await cli(['--version', 'now']);
+    expect(extra.code).toBe(2);
+    expect(extra.err).toContain('--version takes no arguments, got "now"');
+    for (const command of [[], ['status'], ['inspect'], ['repair'], ['keygen']]) {
+      const help = await cli([...command, '--help']);
+      expect(help.out).not.toMatch(/npm run/);
+    }
+  });
+
   it('refuses missing or extra arguments, saying what it got', async () => {
     const noResource = await cli(['inspect'], { FENCED_REDIS_URLS: URLS });
     expect(noResource.code).toBe(2);

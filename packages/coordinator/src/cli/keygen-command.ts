@@ -8,7 +8,6 @@ import { ExitCode, parseCommandLine, toJson, type CommandContext } from './comma
 import { UsageError } from './usage-error.js';
 
 export const KEYGEN_USAGE = `usage: fenced-coordinator keygen (--out <dir> | --stdout) [--id <keyId>] [--json]
-       npm run keygen -- (--out <dir> | --stdout) [--id <keyId>]
 
 Makes an Ed25519 key pair for signed leases (DESIGN §4b): the coordinator gets the private key
 (FENCED_SIGNING_KEY_ID + FENCED_SIGNING_KEY_FILE), guarded stores the public key (verifyKeys).

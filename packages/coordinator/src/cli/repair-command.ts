@@ -15,13 +15,16 @@ import {
   type CommandContext,
   type CommandOutput,
 } from './command-line.js';
+import { ProgressEstimate } from './progress-estimate.js';
 import { UsageError } from './usage-error.js';
 
 export const REPAIR_USAGE = `usage: fenced-coordinator repair <node> [--watch] [--timeout-ms <ms>] [--json] [cluster flags]
 
 Repairs a Redis node that restarted empty (DESIGN §3): seals and reads N - quorum + 1 of the other nodes, copies
-their token registers, floor, live leases and settings, then lets the node vote again, with no wait. Prints each
-step until it is done. A repair another process runs (the service starts one on its own) is joined, not
+their token registers, floor, live leases and settings, then lets the node vote again, with no wait. Prints a
+line for each step, and every few seconds while a step lasts: registers copied of the total, with the time left
+estimated from the rate so far, or how long the step has taken. A repair another process runs (the service
+starts one on its own) is joined, not
 duplicated. <node> is a node index (0-based, in FENCED_REDIS_URLS order) or its host:port. Ctrl-C stops a
 repair this command runs; any coordinator (the service) takes it over once its marker expires (15 s).
 Exit code 0 once the node votes (or when it had nothing to repair), 1 when the repair failed or timed out,
@@ -140,6 +143,7 @@ async function runRepair(
           return ExitCode.FAILED;
         }
         await Promise.race([repair, new Promise((resolve) => setTimeout(resolve, POLL_MS))]);
+        report.tick();
       }
     } finally {
       process.off('SIGINT', onSignal);
@@ -184,6 +188,7 @@ async function watchRepair(
         return ExitCode.FAILED;
       }
       await new Promise((resolve) => setTimeout(resolve, 1_000));
+      report.tick();
     }
   } finally {
     await view.close();
@@ -220,9 +225,14 @@ export function nodeIndexOf(argument: string, config: CliConfig): number {
   );
 }
 
-/** Prints each new step once: a line for people, or a JSON object per line. */
+/**
+ * Prints each new step: for people, a line per phase and a periodic line while a phase lasts (registers copied of
+ * the total and the time left, or the time spent; see ProgressEstimate); for machines, a JSON object per step,
+ * with `elapsedMs` and, once it can be estimated, `etaMs`.
+ */
 class ProgressReport {
   private last = '';
+  private readonly estimate = new ProgressEstimate({ now: () => performance.now() });
 
   constructor(
     private readonly output: CommandOutput,
@@ -234,11 +244,26 @@ class ProgressReport {
     const key = toJson(step);
     if (key === this.last) return;
     this.last = key;
-    if (this.json) this.output.out(toJson({ event: 'progress', node: this.node, ...step }));
-    else
-      this.output.out(
-        `${new Date().toISOString()}  node ${this.node}: ${step.detail || String(step.state ?? step.phase)}`,
-      );
+    const line = this.estimate.step({
+      phase: String(step.phase ?? step.state),
+      detail: step.detail || String(step.phase ?? step.state),
+      ...(typeof step.registersCopied === 'number' ? { done: step.registersCopied } : {}),
+      ...(typeof step.registersTotal === 'number' ? { total: step.registersTotal } : {}),
+    });
+    if (this.json) {
+      this.output.out(toJson({ event: 'progress', node: this.node, ...step, ...this.estimate.current() }));
+    } else if (line !== undefined) this.print(line.text);
+  }
+
+  /** Time passed: the periodic line of a phase that lasts (people only; machines get every step). */
+  tick(): void {
+    if (this.json) return;
+    const line = this.estimate.tick();
+    if (line !== undefined) this.print(line.text);
+  }
+
+  private print(text: string): void {
+    this.output.out(`${new Date().toISOString()}  node ${this.node}: ${text}`);
   }
 
   done(status: NodeStatus, message: string): void {

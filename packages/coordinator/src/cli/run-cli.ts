@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { isFencedError } from '@fenced/shared';
 import { ExitCode, PROCESS_OUTPUT, type CommandContext, type CommandOutput } from './command-line.js';
 import { INSPECT_USAGE, inspectCommand } from './inspect-command.js';
@@ -17,6 +18,9 @@ commands:
   settings           the cluster's settings recorded on the nodes; settings set max-ttl <ms> changes it
   keygen             make an Ed25519 key pair for signed leases
 
+  -V, --version      print the version of @fenced/coordinator
+  -h, --help         this text
+
 Every command takes --help, and (but serve and keygen) --json. The cluster comes from the service's
 environment variables (FENCED_REDIS_URLS, FENCED_KEY_PREFIX, ...), each overridable by a flag.`;
 
@@ -27,6 +31,14 @@ const COMMANDS: Record<string, { run: (context: CommandContext) => Promise<numbe
   settings: { run: settingsCommand, usage: SETTINGS_USAGE },
   keygen: { run: keygenCommand, usage: KEYGEN_USAGE },
 };
+
+/** The version in @fenced/coordinator's package.json (two levels above this file in src/ and in dist/). */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return manifest.version;
+}
 
 /**
  * Runs the operator command of `argv` (the arguments after `fenced-coordinator`) and returns its exit code, or
@@ -46,6 +58,16 @@ export async function runCli(
       `fenced-coordinator serve takes no arguments (configure it with FENCED_* environment variables; see the README), got ${rest.map((a) => JSON.stringify(a)).join(' ')}`,
     );
     return ExitCode.USAGE;
+  }
+  if (name === '--version' || name === '-V') {
+    if (rest.length > 0) {
+      output.err(
+        `fenced-coordinator ${name} takes no arguments, got ${rest.map((a) => JSON.stringify(a)).join(' ')}`,
+      );
+      return ExitCode.USAGE;
+    }
+    output.out(packageVersion());
+    return ExitCode.OK;
   }
   if (name === '--help' || name === '-h' || name === 'help') {
     output.out(CLI_USAGE);

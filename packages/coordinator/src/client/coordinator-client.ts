@@ -80,6 +80,29 @@ type Retry = 'on-503' | 'on-503-and-network';
 /**
  * Typed client of the coordinator service (DESIGN §5), on the global `fetch`. Errors are the classes of
  * `@fenced/shared`, chosen by the error body's code; tokens are `bigint`.
+ *
+ * @example
+ * A lease over HTTP, kept extended while the work runs, its token sent with the write it protects:
+ * ```ts
+ * import { CoordinatorClient } from '@fenced/coordinator/client';
+ *
+ * const client = new CoordinatorClient({
+ *   baseUrl: 'http://127.0.0.1:8080', // where fenced-coordinator listens
+ *   apiKey: process.env.FENCED_API_KEY, // when the service has FENCED_API_KEYS
+ * });
+ * try {
+ *   await client.using('invoice:42', { ttlMs: 10_000, waitMs: 5_000 }, async (lease, signal) => {
+ *     await fetch('http://127.0.0.1:3000/invoices/42', {
+ *       method: 'PUT',
+ *       headers: { 'Fencing-Token': lease.token.toString(), 'Fencing-Lease-Id': lease.id },
+ *       body: JSON.stringify({ total: 52 }),
+ *       signal, // aborted when the lease is lost
+ *     });
+ *   });
+ * } finally {
+ *   client.close(); // stops keeping the leases it still keeps
+ * }
+ * ```
  */
 export class CoordinatorClient {
   readonly #base: URL;

@@ -21,19 +21,29 @@ export abstract class LeaseLifecycle implements AsyncDisposable {
   /** Compare-and-delete of every resource on every node. */
   protected abstract releaseEverywhere(): Promise<void>;
 
+  /**
+   * Aborts, with a `LeaseLostError`, when the lease is lost: an extension failed for good or its validity ran out
+   * first. Releasing never aborts it (a released lease was not lost).
+   */
   get signal(): AbortSignal {
     return this.watch.signal;
   }
 
+  /** Whether a keeper extends this lease in the background (`autoExtend: true`) until it is released. */
   get autoExtending(): boolean {
     return this.watch.autoExtending;
   }
 
+  /** Milliseconds of validity left, on this process's monotonic clock; 0 once released, lost or expired. */
   remainingMs(): number {
     if (this.state !== 'held') return 0;
     return this.validUntil() - monotonicNow();
   }
 
+  /**
+   * Releases the lease everywhere (a compare-and-delete: never another holder's lease) after stopping its keeper.
+   * Idempotent; also resolves when the lease had already expired.
+   */
   release(): Promise<void> {
     // No extension may start once a release began: stop the keeper and the expiry timer first.
     this.watch.stop();
@@ -50,6 +60,7 @@ export abstract class LeaseLifecycle implements AsyncDisposable {
     return this.#releasing;
   }
 
+  /** `await using`: releases the lease at the end of the block. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
