@@ -28,4 +28,4 @@ export {
 } from './errors.js';
 export type { UnsafeNode } from './errors.js';
 export { ClusterSettingsError } from './nodes/cluster-settings.js';
-export type { ClusterSettingsMode } from './nodes/cluster-settings.js';
+export type { ClusterSettingsMode } from './options.js';

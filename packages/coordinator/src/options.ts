@@ -10,7 +10,12 @@ import {
 } from '@fenced/shared';
 import { driftMs } from './redlock/validity.js';
 import type { SigningKey } from './signing/lease-signer.js';
-import type { ClusterSettingsMode } from './nodes/cluster-settings.js';
+
+/**
+ * What a process does when its maxTtlMs differs from the cluster's recorded one (nodes/cluster-settings.ts): refuse
+ * to start, or run with the recorded value.
+ */
+export type ClusterSettingsMode = 'require-match' | 'adopt';
 
 /** Options of {@link Coordinator}. Times are milliseconds. */
 export interface CoordinatorOptions {

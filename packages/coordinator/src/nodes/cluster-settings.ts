@@ -30,8 +30,7 @@
  */
 import { ErrorCode, FencedError } from '@fenced/shared';
 
-/** What a process does when its configuration differs from the settings recorded on the nodes. */
-export type ClusterSettingsMode = 'require-match' | 'adopt';
+import type { ClusterSettingsMode } from '../options.js';
 
 /** The settings as recorded on one node; a field that is absent or unreadable is undefined. */
 export interface RecordedSettings {
