@@ -48,8 +48,9 @@
  *
  * Tests that fail when this breaks: the protocol simulation (test/unit/coordinator/protocol-simulation.test.ts, with
  * processes of different settings and clock rates; its negative controls: the seal off, the old sit-out repair),
- * test/unit/coordinator/repair.test.ts, test/fault/amnesia.test.ts (F19, F22, F23), test/fault/restarts.test.ts
- * (F24), and the mutation table's repair and seal rows (test/mutants/).
+ * test/unit/coordinator/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
+ * script), test/fault/amnesia.test.ts (F19, F22), test/fault/settings-disagree.test.ts (F23),
+ * test/fault/flushed-node.test.ts (F24), and the mutation table's rows 09, 10 and 19–23 (test/mutants/).
  */
 import { randomUUID } from 'node:crypto';
 import type { ProtocolClock } from './protocol-node.js';

@@ -10,8 +10,9 @@
  * 3. Validity (redlock/validity.ts) is `ttl − elapsed − drift`, measured on the monotonic clock from the start of
  *    *this* attempt — before its first vote was sent, so every node's key expires no earlier than `start + ttl` —
  *    and after every round trip the attempt needed, including the token rounds. A lease with validity at or
- *    below `minValidityMs` is released and never handed out: no caller gets an already-expired lease. The restart
- *    repair (nodes/repair.ts) relies on this: a grant is decided within its ttl of its start, or not at all.
+ *    below `minValidityMs` is released and never handed out: no caller gets an already-expired lease. No token
+ *    argument rests on this timing (the restart repair seals instead of waiting, nodes/repair.ts); it is what
+ *    makes the lease useful, not what keeps tokens ordered.
  * 4. A failed attempt releases everything it may hold (partial grants, or any node when replies are missing) before
  *    the caller retries (DESIGN §2.4).
  * 5. Seals (nodes/repair.ts): a node whose seal epoch changed refuses the call (SEALED) and records nothing; its reply
