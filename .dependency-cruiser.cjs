@@ -12,7 +12,7 @@ const LAYERS = [
   ['tokens/', 'lease/'],
   ['protocol/'],
   ['coordinator\\.ts'],
-  ['index\\.ts', 'client/', 'service/', 'cli/', 'bin/'],
+  ['index\\.ts', 'client/', 'cli/', 'bin/'],
 ];
 const inLayers = (layers) => `${COORDINATOR}(${layers.flat().join('|')})`;
 
@@ -43,7 +43,9 @@ module.exports = {
       from: { path: `${COORDINATOR}index\\.ts$` },
       to: {
         path: [
-          `${COORDINATOR}(service|cli|client|bin)/`,
+          `${COORDINATOR}(cli|client|bin)/`,
+          '^packages/service/',
+          'node_modules/@fenced/service/',
           'node_modules/(fastify|@fastify|pino|prom-client|zod)/',
         ],
         reachable: true,
@@ -57,12 +59,45 @@ module.exports = {
       from: { path: `${COORDINATOR}client/index\\.ts$` },
       to: {
         path: [
-          `${COORDINATOR}(nodes|scripts|tokens|protocol|service|cli)/`,
+          `${COORDINATOR}(nodes|scripts|tokens|protocol|cli)/`,
+          '^packages/service/',
           `${COORDINATOR}(coordinator|options|errors)\\.ts$`,
           'node_modules/ioredis/',
         ],
         reachable: true,
       },
+    },
+    {
+      name: 'coordinator-imports-service',
+      severity: 'error',
+      comment:
+        '@fenced/service depends on @fenced/coordinator, never the reverse: the library installs without the HTTP stack (fastify, pino, prom-client, zod). `fenced-coordinator serve` loads the service by a name held in a variable (cli/serve-command.ts), at run time only.',
+      from: { path: COORDINATOR },
+      to: {
+        path: [
+          '^packages/service/',
+          'node_modules/@fenced/service/',
+          'node_modules/(fastify|@fastify|pino|prom-client|zod)/',
+        ],
+      },
+    },
+    {
+      name: 'service-reaches-coordinator-internals',
+      severity: 'error',
+      comment:
+        '@fenced/service uses @fenced/coordinator and @fenced/shared through their public entries only (package imports, never a path into their src/): what it needs is exported there.',
+      from: { path: '^packages/service/src/' },
+      to: {
+        path: '^packages/(coordinator|shared|guarded-store|redlock)/src/(?!(index|client/index)\\.ts$)',
+      },
+    },
+    {
+      name: 'service-imports-relative-outside',
+      severity: 'error',
+      comment:
+        '@fenced/service reaches other packages by their names (@fenced/coordinator), not by relative paths.',
+      from: { path: '^packages/service/src/' },
+      to: { path: '^packages/(?!service/)', dependencyTypesNot: ['aliased-workspace'] },
     },
     {
       name: 'shared-imports-ours',

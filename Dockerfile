@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
-# One image for the coordinator service and the guarded-store example app (DESIGN §6):
+# One image for the coordinator service (@fenced/service, run by @fenced/coordinator's `fenced-coordinator`
+# command) and the guarded-store example app (DESIGN §6):
 #   docker build -t fenced .
-#   docker run --rm -e FENCED_REDIS_URLS=redis://... -e FENCED_HOST=0.0.0.0 -p 8080:8080 fenced
+#   docker run --rm -e FENCED_REDIS_URLS=redis://... -e FENCED_API_KEYS=$(openssl rand -hex 24) -p 8080:8080 fenced
+# (FENCED_HOST=0.0.0.0 is not loopback: without API keys the service refuses to start unless FENCED_AUTH=off.)
 # The build stage compiles the workspaces with the project's own lockfile; the runtime stage keeps only the
 # compiled packages, the Lua scripts and SQL migrations, and the production dependencies.
 
@@ -13,6 +15,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/shared/package.json packages/shared/
 COPY packages/coordinator/package.json packages/coordinator/
+COPY packages/service/package.json packages/service/
 COPY packages/guarded-store/package.json packages/guarded-store/
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.base.json ./
@@ -31,6 +34,9 @@ COPY --from=build /app/packages/shared/dist/ packages/shared/dist/
 COPY --from=build /app/packages/coordinator/package.json packages/coordinator/
 COPY --from=build /app/packages/coordinator/dist/ packages/coordinator/dist/
 COPY --from=build /app/packages/coordinator/lua/ packages/coordinator/lua/
+# The HTTP service (fastify, pino, prom-client, zod) is its own package; `fenced-coordinator serve` loads it.
+COPY --from=build /app/packages/service/package.json packages/service/
+COPY --from=build /app/packages/service/dist/ packages/service/dist/
 COPY --from=build /app/packages/guarded-store/package.json packages/guarded-store/
 COPY --from=build /app/packages/guarded-store/dist/ packages/guarded-store/dist/
 COPY --from=build /app/packages/guarded-store/migrations/ packages/guarded-store/migrations/

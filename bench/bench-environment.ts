@@ -205,6 +205,24 @@ export async function redisCpuSeconds(admin: readonly Redis[]): Promise<number> 
   return total;
 }
 
+/**
+ * I/O counters of every node, summed over the nodes: socket reads it processed (INFO stats
+ * `total_reads_processed`: one per batch of commands a client sent that arrived together, so a round trip's
+ * worth) and commands it executed (INFO commandstats, every command, scripts' inner calls included).
+ */
+export async function redisIoCounters(admin: readonly Redis[]): Promise<{ reads: number; commands: number }> {
+  let reads = 0;
+  let commands = 0;
+  for (const client of admin) {
+    const stats = /^total_reads_processed:(\d+)/m.exec(await client.info('stats'));
+    reads += stats === null ? Number.NaN : Number(stats[1]);
+    for (const match of (await client.info('commandstats')).matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) {
+      commands += Number(match[1]);
+    }
+  }
+  return { reads, commands };
+}
+
 /** `aof_current_size` of every node, in node order (it drops when Redis rewrites the AOF). */
 export async function aofSizes(admin: readonly Redis[]): Promise<number[]> {
   return Promise.all(

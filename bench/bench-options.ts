@@ -46,7 +46,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --scale-cap-s N            time cap of each scale phase, in seconds (default 30)
   --skip-fold-wait           the scale scenario does not wait for fenced's fold passes after each level
   --baseline-ref REF         also run fenced as of git revision REF (e.g. eca9042), checked out into a temporary
-                             worktree, as the library fenced@REF in the throughput and latency scenarios
+                             worktree, as the library fenced@REF in the throughput and latency scenarios, and
+                             its guarded store as a third variant (guarded@REF) of the guarded scenario
   --fenced-node-timeout-ms N nodeTimeoutMs of the fenced coordinator (default: the library's default)
   --cpu-prof                 the http scenario profiles the service (node --cpu-prof) and summarises where its
                              CPU goes per POST+DELETE cycle; the .cpuprofile goes to .tmp/cpu-prof/ (ignored by git)

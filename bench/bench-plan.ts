@@ -1,5 +1,17 @@
-/** The scenarios, in the order they run. */
-export const SCENARIO_NAMES = ['throughput', 'latency', 'handoff', 'scale', 'guarded', 'http'] as const;
+/**
+ * The scenarios, in the order they run. `floor` is the nodes' own limit (bench/scenarios/floor.ts): measured as
+ * one more column of the throughput scenario (same plan, interleaved with the libraries), or, without
+ * `throughput`, beside fenced alone.
+ */
+export const SCENARIO_NAMES = [
+  'throughput',
+  'floor',
+  'latency',
+  'handoff',
+  'scale',
+  'guarded',
+  'http',
+] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /**

@@ -1,6 +1,6 @@
 // Summarises a V8 .cpuprofile (what `node --cpu-prof` writes) as self time per area of the service: node
 // internals, the HTTP framework, zod, pino, prom-client, ioredis, fenced's coordinator and its HTTP layer, GC.
-// Areas are found from script URLs (node_modules/<package>/, packages/coordinator/src/service/, node:…), never
+// Areas are found from script URLs (node_modules/<package>/, packages/service/src/, node:…), never
 // from function names of one framework, so the summary reads the same whichever HTTP stack the service runs on.
 
 /** The parts of a `.cpuprofile` the summary reads (Chrome DevTools protocol `Profiler.Profile`). */
@@ -147,6 +147,7 @@ export function areaOf(callFrame: { functionName: string; url: string }): Profil
     if (IOREDIS_PACKAGES.has(pkg)) return 'ioredis';
     if (pkg === 'tsx' || pkg === 'esbuild' || pkg === 'get-tsconfig') return 'tsx loader';
     if (pkg === '@fenced/coordinator') return areaOfFenced(url) ?? 'fenced coordinator';
+    if (pkg === '@fenced/service') return 'fenced http layer';
     if (pkg === '@fenced/shared') return 'fenced shared';
     return 'other packages';
   }
@@ -154,7 +155,7 @@ export function areaOf(callFrame: { functionName: string; url: string }): Profil
 }
 
 function areaOfFenced(url: string): ProfileArea | undefined {
-  if (/packages\/coordinator\/(src|dist)\/service\//.test(url)) return 'fenced http layer';
+  if (/packages\/service\/(src|dist)\//.test(url)) return 'fenced http layer';
   if (/packages\/coordinator\/(src|dist)\//.test(url)) return 'fenced coordinator';
   if (/packages\/shared\/(src|dist)\//.test(url)) return 'fenced shared';
   return undefined;

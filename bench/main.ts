@@ -29,6 +29,8 @@ import { Progress } from './progress.js';
 import { chartLinks, writeCharts } from './charts.js';
 import { renderMarkdown, writeDocTables } from './report.js';
 import { FailureLog, type RunState } from './runner.js';
+import { ClientProfiler } from './client-profiler.js';
+import { createFloorLibrary } from './scenarios/floor.js';
 import { runGuarded } from './scenarios/guarded.js';
 import { runHandoff } from './scenarios/handoff.js';
 import { runHttp } from './scenarios/http.js';
@@ -37,7 +39,7 @@ import { runScale } from './scenarios/scale.js';
 import { runThroughput } from './scenarios/throughput.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const LIBRARY_SCENARIOS: readonly ScenarioName[] = ['throughput', 'latency', 'handoff', 'scale'];
+const LIBRARY_SCENARIOS: readonly ScenarioName[] = ['throughput', 'floor', 'latency', 'handoff', 'scale'];
 /** Scenarios the earlier fenced of `--baseline-ref` runs in: the before/after comparison of docs/benchmarks.md. */
 const BASELINE_SCENARIOS: readonly ScenarioName[] = ['throughput', 'latency'];
 
@@ -83,6 +85,7 @@ async function main(options: BenchOptions): Promise<number> {
     throw error;
   }
   let libraries: LockLibrary[] = [];
+  let floor: LockLibrary | undefined;
   const results: BenchResults['results'] = {};
   const stalls: BenchResults['redisStalls'] = {};
   let fsync: BenchResults['machine']['fsync'];
@@ -106,19 +109,33 @@ async function main(options: BenchOptions): Promise<number> {
       BASELINE_SCENARIOS.includes(scenario)
         ? libraries
         : libraries.filter((l) => l.baselineCommit === undefined);
+    if (options.scenarios.includes('floor')) floor = await createFloorLibrary(env.redis.urls);
+    /** Scenario 1's libraries: the floor joins them as one more column when the run measures it. */
+    const throughputLibraries = (): LockLibrary[] =>
+      floor === undefined ? librariesOf('throughput') : [...librariesOf('throughput'), floor];
     let rewrites = (await takeStalls(env.admin, 0)).rewritesTotal;
     for (const scenario of options.scenarios) {
       progress.log(`scenario ${scenario}`);
       try {
         switch (scenario) {
           case 'throughput':
-            results.throughput = await runThroughput(
-              librariesOf(scenario),
-              env.admin,
-              plan.throughput,
-              state,
-            );
+          case 'floor': {
+            // With both selected, the floor ran as a column of the throughput scenario already.
+            if (scenario === 'floor' && options.scenarios.includes('throughput')) break;
+            const profiler = options.cpuProfDir === undefined ? undefined : new ClientProfiler();
+            try {
+              results.throughput = await runThroughput(
+                throughputLibraries(),
+                env.admin,
+                plan.throughput,
+                state,
+                profiler,
+              );
+            } finally {
+              profiler?.close();
+            }
             break;
+          }
           case 'latency':
             results.latency = await runLatency(librariesOf(scenario), plan.latency, state);
             break;
@@ -129,7 +146,7 @@ async function main(options: BenchOptions): Promise<number> {
             results.scale = await runScale(librariesOf(scenario), env.admin, plan.scale, state);
             break;
           case 'guarded':
-            results.guarded = await runGuarded(env.postgres, plan.guarded, state);
+            results.guarded = await runGuarded(env.postgres, plan.guarded, state, baseline);
             break;
           case 'http':
             results.http = await runHttp(env.redis.urls, fencedBench, env.admin, plan.http, state, {
@@ -151,7 +168,7 @@ async function main(options: BenchOptions): Promise<number> {
     }
   } finally {
     progress.update('stopping servers', true);
-    await Promise.allSettled(libraries.map((l) => l.close()));
+    await Promise.allSettled([...libraries, ...(floor === undefined ? [] : [floor])].map((l) => l.close()));
     await env.stop();
     if (baseline !== undefined) {
       progress.update('removing the baseline worktree', true);
@@ -175,14 +192,20 @@ async function main(options: BenchOptions): Promise<number> {
     versions: {
       ...env.versions,
       libraries: Object.fromEntries(
-        libraries.map((l) => [l.name, { package: l.packageName, version: l.version }]),
+        [...libraries, ...(floor === undefined ? [] : [floor])].map((l) => [
+          l.name,
+          { package: l.packageName, version: l.version },
+        ]),
       ),
     },
     redisConfig: env.redisConfig,
     redisNodes: env.redis.urls.length,
     redisStalls: stalls,
     libraries: Object.fromEntries(
-      libraries.map((l) => [l.name, { configuration: l.configuration, waitStrategy: l.waitStrategy }]),
+      [...libraries, ...(floor === undefined ? [] : [floor])].map((l) => [
+        l.name,
+        { configuration: l.configuration, waitStrategy: l.waitStrategy },
+      ]),
     ),
     plan,
     results,

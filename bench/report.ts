@@ -3,6 +3,7 @@ import type { BenchResults } from './bench-results.js';
 import type { ChartScenario } from './charts.js';
 import { range } from './statistics.js';
 import { LIBRARY_NAMES } from './lock-library.js';
+import { FLOOR_NAME } from './scenarios/floor.js';
 import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
 import { isHttpResult, type HttpResult, type LegacyHttpResult } from './scenarios/http.js';
 import { PROFILE_AREAS } from './cpu-profile-summary.js';
@@ -299,7 +300,6 @@ export function renderMarkdown(
 
   const r = results.results;
   const columns = libraryColumns(results);
-  const others = columns.filter((n) => n !== 'fenced');
   for (const earlier of baselineNames(results)) {
     const rows = beforeAfter(results, earlier);
     if (rows.length === 0) continue;
@@ -327,41 +327,83 @@ export function renderMarkdown(
     );
   }
   if (r.throughput !== undefined) {
+    const byConcurrency = r.throughput.byConcurrency;
+    const hasFloor = Object.values(byConcurrency).some((cells) => cells[FLOOR_NAME] !== undefined);
+    const tpColumns = hasFloor ? [...columns, FLOOR_NAME] : columns;
+    const tpOthers = tpColumns.filter((n) => n !== 'fenced');
+    const hasIo = Object.values(byConcurrency).some((cells) =>
+      Object.values(cells).some((cell) => cell.redisReadsPerCycle !== undefined),
+    );
     out.push(
       `### 1. Uncontended acquire+release throughput`,
       '',
       ...chart('throughput'),
-      `Cycles per second (higher is better), median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.`,
+      `Cycles per second (higher is better), median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.` +
+        (hasFloor
+          ? ` "${FLOOR_NAME}" is not a lock: the same Redis writes per cycle with nothing else (bench/scenarios/floor.ts), the nodes' limit; fenced ÷ ${FLOOR_NAME} is how close fenced comes to it.`
+          : ''),
       '',
       table(
-        ['concurrency', ...columns, ...others.map((p) => `fenced ÷ ${p}`)],
-        Object.entries(r.throughput.byConcurrency).map(([c, cells]) => [
+        ['concurrency', ...tpColumns, ...tpOthers.map((p) => `fenced ÷ ${p}`)],
+        Object.entries(byConcurrency).map(([c, cells]) => [
           c,
-          ...columns.map((n) => {
+          ...tpColumns.map((n) => {
             const cell = cells[n];
             if (cell === undefined) return '–';
             return `${num(cell.median)} [${num(cell.min)}–${num(cell.max)}]${cell.errors > 0 ? ` (${cell.errors} errors)` : ''}`;
           }),
-          ...others.map((p) => ratio(cells.fenced?.median, cells[p]?.median)),
+          ...tpOthers.map((p) => ratio(cells.fenced?.median, cells[p]?.median)),
         ]),
       ),
       '',
-      `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together; and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply).`,
+      `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together; and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply)` +
+        (hasIo
+          ? `; then, per node and cycle, the socket reads the node processed (each one batch of a client's commands arriving: round trips) and the commands it ran (a script's inner calls included).`
+          : '.'),
       '',
       table(
-        ['concurrency', ...columns],
-        Object.entries(r.throughput.byConcurrency).map(([c, cells]) => [
+        ['concurrency', ...tpColumns],
+        Object.entries(byConcurrency).map(([c, cells]) => [
           c,
-          ...columns.map((n) => {
+          ...tpColumns.map((n) => {
             const cell = cells[n];
-            return cell === undefined
-              ? '–'
-              : `${num(cell.clientCpuUsPerCycle)} / ${num(cell.redisCpuUsPerCycle)} µs, ${num(cell.aofBytesPerCycle)} B`;
+            if (cell === undefined) return '–';
+            const io =
+              cell.redisReadsPerCycle === undefined
+                ? ''
+                : `; ${num(cell.redisReadsPerCycle, 2)} reads, ${num(cell.redisCommandsPerCycle, 1)} commands`;
+            return `${num(cell.clientCpuUsPerCycle)} / ${num(cell.redisCpuUsPerCycle)} µs, ${num(cell.aofBytesPerCycle)} B${io}`;
           }),
         ]),
       ),
       '',
     );
+    const profiled = Object.entries(byConcurrency).flatMap(([c, cells]) =>
+      tpColumns.flatMap((n) => {
+        const profile = cells[n]?.clientProfile;
+        return profile === undefined ? [] : [{ c, n, profile }];
+      }),
+    );
+    if (profiled.length > 0) {
+      const areas = PROFILE_AREAS.filter(
+        (area) =>
+          area !== 'idle' && profiled.some(({ profile }) => (profile.onBehalfUsPerCycle[area] ?? 0) >= 0.5),
+      );
+      out.push(
+        `Where this process's CPU went per cycle (\`--cpu-prof\`: the bench profiled itself during every measured run; µs of samples per cycle, medians of the runs; node's own time counted for its nearest caller, so socket writes count for ioredis; "other code" is the bench's own, and the floor's client). Profiling slows the client: read these for the "where".`,
+        '',
+        table(
+          ['concurrency', 'library', 'sampled µs/cycle', ...areas],
+          profiled.map(({ c, n, profile }) => [
+            c,
+            n,
+            num(profile.busyUsPerCycle, 1),
+            ...areas.map((area) => num(profile.onBehalfUsPerCycle[area] ?? 0, 1)),
+          ]),
+        ),
+        '',
+      );
+    }
   }
   if (r.latency !== undefined) {
     const lat = r.latency.byLibrary;
@@ -507,10 +549,15 @@ export function renderMarkdown(
     }
   }
   if (r.guarded !== undefined) {
+    const guarded = r.guarded;
+    const earlier = guarded.baseline === undefined ? undefined : `guarded@${guarded.baseline.ref}`;
     out.push(
       `### 5. Guarded write vs plain write (Postgres)`,
       '',
-      `\`${r.guarded.statement}\` in a ${r.guarded.isolation} transaction; guarded = \`GuardedStore.run\` (fence statement + the same UPDATE). Median of ${results.runs} runs.`,
+      `\`${guarded.statement}\` in a ${guarded.isolation} transaction; guarded = \`GuardedStore.run\` (fence statement + the same UPDATE). Median of ${results.runs} runs.` +
+        (guarded.baseline === undefined
+          ? ''
+          : ` ${earlier} is the guarded store of ${guarded.baseline.ref} (commit ${guarded.baseline.commit.slice(0, 7)}), its own pool and schema, interleaved with the other two in the same run; its ratio is over the same plain runs.`),
       '',
       table(
         [
@@ -518,16 +565,25 @@ export function renderMarkdown(
           'plain writes/s',
           'guarded writes/s',
           'time per write, guarded ÷ plain',
+          ...(earlier === undefined ? [] : [`${earlier} writes/s`, `${earlier} ÷ plain`]),
           'plain p50 ms',
           'guarded p50 ms',
           'plain p99 ms',
           'guarded p99 ms',
         ],
-        Object.entries(r.guarded.byConcurrency).map(([c, cell]) => [
+        Object.entries(guarded.byConcurrency).map(([c, cell]) => [
           c,
-          num(cell.plain.medianPerSecond),
-          num(cell.guarded.medianPerSecond),
+          `${num(cell.plain.medianPerSecond)} [${num(cell.plain.min)}–${num(cell.plain.max)}]`,
+          `${num(cell.guarded.medianPerSecond)} [${num(cell.guarded.min)}–${num(cell.guarded.max)}]`,
           `${cell.costRatio.toFixed(3)}×`,
+          ...(earlier === undefined
+            ? []
+            : cell.baseline === undefined
+              ? ['–', '–']
+              : [
+                  `${num(cell.baseline.medianPerSecond)} [${num(cell.baseline.min)}–${num(cell.baseline.max)}]`,
+                  `${cell.baseline.costRatio.toFixed(3)}×`,
+                ]),
           num(cell.plain.p50Ms, 3),
           num(cell.guarded.p50Ms, 3),
           num(cell.plain.p99Ms, 3),

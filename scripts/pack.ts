@@ -14,7 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** The public packages, by folder under packages/ (test-utils is private and never packed). */
-export const PUBLIC_PACKAGES = ['shared', 'coordinator', 'guarded-store', 'redlock'] as const;
+export const PUBLIC_PACKAGES = ['shared', 'coordinator', 'service', 'guarded-store', 'redlock'] as const;
 
 /** One packed package: its name, its tarball's path and the files in it. */
 export interface PackedPackage {

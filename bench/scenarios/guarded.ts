@@ -1,5 +1,8 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createDatabase, GuardedStore } from '@fenced/guarded-store';
 import { sql, type Kysely } from 'kysely';
+import type { BaselineCheckout } from '../baseline.js';
 import { createTestSchema, type PostgresServer } from '@fenced/test-utils/postgres';
 import type { BenchPlan } from '../bench-plan.js';
 import { interleave, runWorkers, type RunState } from '../runner.js';
@@ -30,8 +33,27 @@ export interface GuardedResult {
       costRatio: number;
       /** p50 latency, guarded over plain. */
       p50Ratio: number;
+      /**
+       * `--baseline-ref`: the guarded store of that revision (its own createDatabase pool and schema), run as
+       * a third variant interleaved with the other two; its cost ratio is over the same plain runs.
+       */
+      baseline?: GuardedVariantCell & { costRatio: number; p50Ratio: number };
     }
   >;
+  /** `--baseline-ref`: the revision whose guarded store ran as the third variant. */
+  baseline?: { ref: string; commit: string };
+}
+
+/** The two exports of the guarded store the scenario uses, from this checkout or an earlier one. */
+interface GuardModule {
+  createDatabase: typeof createDatabase;
+  GuardedStore: typeof GuardedStore;
+}
+
+/** The guarded store of an earlier revision's sources (bench/baseline.ts checked them out). */
+async function loadBaselineGuard(checkout: BaselineCheckout): Promise<GuardModule> {
+  const entry = path.join(checkout.dir, 'packages', 'guarded-store', 'src', 'index.ts');
+  return (await import(pathToFileURL(entry).href)) as GuardModule;
 }
 
 interface BenchTables {
@@ -48,9 +70,28 @@ export async function runGuarded(
   server: PostgresServer,
   plan: BenchPlan['guarded'],
   state: RunState,
+  baselineCheckout?: BaselineCheckout,
 ): Promise<GuardedResult> {
   const rows = Math.max(...plan.concurrencies);
   const schema = await createTestSchema(server, 'fenced_bench');
+  // The earlier store gets its own pool and its own schema (its own fence table), as a second application would.
+  const earlier =
+    baselineCheckout === undefined
+      ? undefined
+      : {
+          checkout: baselineCheckout,
+          module: await loadBaselineGuard(baselineCheckout),
+          schema: await createTestSchema(server, 'fenced_bench_before'),
+        };
+  const earlierDb =
+    earlier === undefined
+      ? undefined
+      : earlier.module.createDatabase<BenchTables>({
+          connectionString: server.url,
+          searchPath: earlier.schema.schema,
+          maxConnections: rows,
+          applicationName: 'fenced-bench-before',
+        });
   const db: Kysely<BenchTables> = createDatabase<BenchTables>({
     connectionString: server.url,
     searchPath: schema.schema,
@@ -66,7 +107,18 @@ export async function runGuarded(
     const update = (trx: Kysely<BenchTables>, id: number) =>
       sql`update bench_account set balance = balance + 1 where id = ${id}`.execute(trx);
     const tokens: bigint[] = Array.from({ length: rows }, () => 0n);
-    const variants = [
+    let earlierStore: GuardedStore<BenchTables> | undefined;
+    if (earlier !== undefined && earlierDb !== undefined) {
+      earlierStore = new earlier.module.GuardedStore(earlierDb, { schema: earlier.schema.schema });
+      await earlierStore.migrate();
+      await sql`create table bench_account (id int primary key, balance bigint not null default 0)`.execute(
+        earlierDb,
+      );
+      await sql`insert into bench_account (id) select generate_series(0, ${rows - 1})`.execute(earlierDb);
+    }
+    const earlierTokens: bigint[] = Array.from({ length: rows }, () => 0n);
+    const baselineName = earlier === undefined ? undefined : `guarded@${earlier.checkout.ref}`;
+    const variants: { name: string; write: (worker: number) => Promise<unknown> }[] = [
       {
         name: 'plain',
         write: (worker: number) =>
@@ -87,7 +139,22 @@ export async function runGuarded(
             (trx) => update(trx, worker),
           ),
       },
-    ] as const;
+    ];
+    if (earlierStore !== undefined && baselineName !== undefined) {
+      const store = earlierStore;
+      variants.push({
+        name: baselineName,
+        write: (worker: number) =>
+          store.run(
+            {
+              resource: `bench-account-${worker}`,
+              token: ++earlierTokens[worker]!,
+              leaseId: `bench-lease-${worker}`,
+            },
+            (trx) => update(trx, worker),
+          ),
+      });
+    }
 
     const byConcurrency: GuardedResult['byConcurrency'] = {};
     for (const concurrency of plan.concurrencies) {
@@ -122,23 +189,41 @@ export async function runGuarded(
       };
       const plain = cell('plain');
       const guarded = cell('guarded');
+      const before = baselineName === undefined ? undefined : cell(baselineName);
       byConcurrency[String(concurrency)] = {
         plain,
         guarded,
         costRatio: plain.medianPerSecond / guarded.medianPerSecond,
         p50Ratio: guarded.p50Ms / plain.p50Ms,
+        ...(before === undefined
+          ? {}
+          : {
+              baseline: {
+                ...before,
+                costRatio: plain.medianPerSecond / before.medianPerSecond,
+                p50Ratio: before.p50Ms / plain.p50Ms,
+              },
+            }),
       };
       state.progress.log(
-        `guarded c=${concurrency}: plain ${Math.round(plain.medianPerSecond)}/s, guarded ${Math.round(guarded.medianPerSecond)}/s (cost ×${(plain.medianPerSecond / guarded.medianPerSecond).toFixed(3)})`,
+        `guarded c=${concurrency}: plain ${Math.round(plain.medianPerSecond)}/s, guarded ${Math.round(guarded.medianPerSecond)}/s (cost ×${(plain.medianPerSecond / guarded.medianPerSecond).toFixed(3)})` +
+          (before === undefined
+            ? ''
+            : `, ${baselineName} ${Math.round(before.medianPerSecond)}/s (cost ×${(plain.medianPerSecond / before.medianPerSecond).toFixed(3)})`),
       );
     }
     return {
       statement: 'update bench_account set balance = balance + 1 where id = $1',
       isolation: 'read committed',
       byConcurrency,
+      ...(earlier === undefined
+        ? {}
+        : { baseline: { ref: earlier.checkout.ref, commit: earlier.checkout.commit } }),
     };
   } finally {
     await db.destroy();
     await schema.drop();
+    await earlierDb?.destroy();
+    await earlier?.schema.drop();
   }
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { aofSizes, redisCpuSeconds } from '../bench-environment.js';
+import { aofSizes, redisCpuSeconds, redisIoCounters } from '../bench-environment.js';
+import type { ClientProfiler, ClientProfileCell } from '../client-profiler.js';
 import type { BenchPlan } from '../bench-plan.js';
 import type { LockLibrary } from '../lock-library.js';
 import { interleave, runWorkers, type RunState } from '../runner.js';
@@ -25,6 +26,15 @@ export interface ThroughputCell {
   redisCpuUsPerCycle: number;
   /** Median over the runs of the bytes one cycle appends to each node's AOF (each of them fsynced). */
   aofBytesPerCycle: number;
+  /**
+   * Median over the runs, per node: the socket reads a node processed per cycle (INFO stats
+   * `total_reads_processed`; each is one arrival of a client's batch, so round trips), and the commands it
+   * executed per cycle (INFO commandstats, a script's inner calls included). Absent in older results.
+   */
+  redisReadsPerCycle?: number;
+  redisCommandsPerCycle?: number;
+  /** `--cpu-prof`: where this process's CPU went per cycle, from a profile of the measured runs. */
+  clientProfile?: ClientProfileCell;
 }
 
 export interface ThroughputResult {
@@ -43,6 +53,7 @@ export async function runThroughput(
   admin: readonly Redis[],
   plan: BenchPlan['throughput'],
   state: RunState,
+  profiler?: ClientProfiler,
 ): Promise<ThroughputResult> {
   const byConcurrency: ThroughputResult['byConcurrency'] = {};
   for (const concurrency of plan.concurrencies) {
@@ -50,6 +61,9 @@ export async function runThroughput(
       state.progress.update(`throughput c=${concurrency} ${library.name} ${tag}`);
       const redisBefore = await redisCpuSeconds(admin);
       const aofBefore = await aofSizes(admin);
+      const ioBefore = await redisIoCounters(admin);
+      const measured = !tag.endsWith('warmup');
+      if (measured) await profiler?.begin();
       const clientBefore = process.cpuUsage();
       const run = await runWorkers({
         concurrency,
@@ -61,7 +75,9 @@ export async function runThroughput(
         },
       });
       const client = process.cpuUsage(clientBefore);
+      if (measured) await profiler?.end(`${concurrency}`, library.name, run.ops);
       const redis = (await redisCpuSeconds(admin)) - redisBefore;
+      const ioAfter = await redisIoCounters(admin);
       const aofAfter = await aofSizes(admin);
       // Mean growth per node; an AOF rewrite during the run shrinks the file, and then there is no figure.
       const growth = aofAfter.map((size, i) => size - aofBefore[i]!);
@@ -74,6 +90,8 @@ export async function runThroughput(
         clientCpuUsPerCycle: (client.user + client.system) / run.ops,
         redisCpuUsPerCycle: (redis * 1e6) / run.ops,
         aofBytesPerCycle: aofBytes / run.ops,
+        redisReadsPerCycle: (ioAfter.reads - ioBefore.reads) / admin.length / run.ops,
+        redisCommandsPerCycle: (ioAfter.commands - ioBefore.commands) / admin.length / run.ops,
       };
     };
     for (const library of libraries) await measure(library, `c${concurrency}-warmup`, plan.warmupMs);
@@ -91,9 +109,17 @@ export async function runThroughput(
         clientCpuUsPerCycle: median(runs.map((r) => r.clientCpuUsPerCycle)),
         redisCpuUsPerCycle: median(runs.map((r) => r.redisCpuUsPerCycle)),
         aofBytesPerCycle: median(runs.map((r) => r.aofBytesPerCycle).filter((b) => Number.isFinite(b))),
+        redisReadsPerCycle: median(runs.map((r) => r.redisReadsPerCycle)),
+        redisCommandsPerCycle: median(runs.map((r) => r.redisCommandsPerCycle)),
       };
     }
     byConcurrency[String(concurrency)] = cells;
+    if (profiler !== undefined) {
+      for (const [name, cell] of Object.entries(cells)) {
+        const profile = profiler.cell(`${concurrency}`, name);
+        if (profile !== undefined) cell.clientProfile = profile;
+      }
+    }
     state.progress.log(
       `throughput c=${concurrency}: ${Object.entries(cells)
         .map(([name, cell]) => `${name} ${Math.round(cell.median)}/s`)

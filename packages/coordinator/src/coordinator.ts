@@ -3,6 +3,7 @@
 // LeaseOperations its leases call back. That is why it runs past 400 lines; every protocol step it calls lives in
 // one file of its own with its safety argument: protocol/ (attempt, the wait loop and its wake-ups, extend, release, inspect),
 // tokens/ (the quorum max-register), nodes/ (membership, fresh initialization, folding, repair).
+import { channel } from 'node:diagnostics_channel';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, LeaseLostError, LockedError, validateResourceName } from '@fenced/shared';
@@ -17,6 +18,7 @@ import {
 import { GrantedMultiLease, validateResourceList, type MultiLease } from './lease/multi-lease.js';
 import { newLeaseId } from './lease/lease-ids.js';
 import { NodeSet, type NodeRepairStatus, type NodeStatus } from './nodes/node-set.js';
+import { NODE_STATE_CHANNEL, type NodeStateEvent } from './nodes/node-events.js';
 import type { RepairProgress } from './nodes/repair.js';
 import {
   integer,
@@ -60,14 +62,22 @@ export interface RepairProgressEvent {
 export interface CoordinatorEvents {
   nodeError: [NodeErrorEvent];
   repairProgress: [RepairProgressEvent];
+  nodeState: [NodeStateEvent];
 }
+
+/** Where node state changes are published, besides the `nodeState` event (`node:diagnostics_channel`). */
+const nodeStateChannel = channel(NODE_STATE_CHANNEL);
 
 const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
 
 /**
  * Grants Redlock leases over N independent Redis masters, each with a fencing token from a quorum
- * max-register (DESIGN §2 and §3). Emits `nodeError` events ({ node, address, operation, error }) and
- * `repairProgress` events ({ node, address, repair }) for every step of a repair it runs.
+ * max-register (DESIGN §2 and §3). Emits `nodeError` events ({ node, address, operation, error }),
+ * `repairProgress` events ({ node, address, repair }) for every step of a repair it runs, and `nodeState` events
+ * ({@link NodeStateEvent}: a node up or down, not a Redis server, refused as unsafe, voting or not, repair started
+ * or finished, the quorum lost or regained), each change once; the same events are published on the
+ * `fenced:node` diagnostics channel ({@link NODE_STATE_CHANNEL}, `node:diagnostics_channel`). A node refused as
+ * unsafe while nobody listens to either is also said once by `process.emitWarning` (code `FENCED_UNSAFE_NODE`).
  */
 export class Coordinator extends EventEmitter<CoordinatorEvents> implements LeaseOperations {
   readonly quorum: number;
@@ -95,6 +105,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     super();
     const settings = resolveOptions(options);
     this.signer = createLeaseSigner(options.signingKey);
+    const unsafeWarned = new Set<number>();
     this.nodes = new NodeSet(
       (options as { nodes?: unknown }).nodes,
       settings,
@@ -106,6 +117,25 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
           address: this.nodes?.nodes[node]?.address ?? `node ${node}`,
           repair,
         }),
+      (event) => {
+        this.emit('nodeState', event);
+        if (nodeStateChannel.hasSubscribers) nodeStateChannel.publish(event);
+        // A node refused as unsafe makes the coordinator refuse to start or to count it: say so once even when
+        // nobody listens to either, rather than only through a QuorumUnavailableError later.
+        else if (
+          event.change === 'unsafe' &&
+          !event.accepted &&
+          event.node !== null &&
+          this.listenerCount('nodeState') === 0 &&
+          !unsafeWarned.has(event.node)
+        ) {
+          unsafeWarned.add(event.node);
+          process.emitWarning(
+            `fenced: node ${event.node} (${event.address}) refused: ${event.settings?.join('; ')} — it could lose fencing tokens; fix its configuration (or set unsafeAllowUnsafeNodes for development only)`,
+            { code: 'FENCED_UNSAFE_NODE' },
+          );
+        }
+      },
     );
     this.nodeCount = this.nodes.nodes.length;
     this.quorum = this.nodes.quorum;

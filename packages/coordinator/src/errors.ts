@@ -65,7 +65,7 @@ export class UnsafeNodeError extends FencedError {
   override readonly name = 'UnsafeNodeError';
   constructor(readonly nodes: readonly UnsafeNode[]) {
     super(
-      ErrorCode.QUORUM_UNAVAILABLE,
+      ErrorCode.UNSAFE_NODE,
       `refusing ${nodes.length === 1 ? 'a node' : `${nodes.length} nodes`} that could lose fencing tokens: ` +
         nodes.map((n) => `node ${n.node} (${n.address}): ${n.problems.join('; ')}`).join('; ') +
         ' — fix the configuration (see the README, "What the promises need from your servers"), or set ' +

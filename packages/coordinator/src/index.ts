@@ -1,5 +1,5 @@
-// `@fenced/coordinator`: the library. It loads ioredis and `@fenced/shared`, nothing of the HTTP service
-// (`@fenced/coordinator/service`) or its client (`@fenced/coordinator/client`).
+// `@fenced/coordinator`: the library. It loads ioredis and `@fenced/shared`, nothing of the HTTP service (the
+// `@fenced/service` package, which uses this entry only) or its client (`@fenced/coordinator/client`).
 export { Coordinator } from './coordinator.js';
 export type {
   AcquireOptions,
@@ -12,9 +12,11 @@ export type {
   CoordinatorEvents,
 } from './coordinator.js';
 export type { LeaseWatchOptions } from './lease/lease-watch.js';
+export { NODE_STATE_CHANNEL } from './nodes/node-events.js';
+export type { NodeStateEvent, NodeStateChange } from './nodes/node-events.js';
 export type { Lease } from './lease/lease.js';
 export type { MultiLease } from './lease/multi-lease.js';
-export { MAX_LEASE_RESOURCES } from './lease/multi-lease.js';
+export { MAX_LEASE_RESOURCES, lockOrder } from './lease/multi-lease.js';
 export type { SigningKey } from './signing/lease-signer.js';
 export { DEFAULT_COORDINATOR_OPTIONS } from './options.js';
 export type { CoordinatorOptions, CoordinatorSettings } from './options.js';

@@ -22,6 +22,35 @@ const UPSERT = `on conflict (resource) do update
 returning f.resource`;
 
 /**
+ * The one-fence statement of the store's own pools (prepared, or with literals), `resource`, `token` and
+ * `leaseIdHash` being SQL expressions of type text, bigint and bytea. The usual case is a row that exists and
+ * that the presented token raises: a plain UPDATE does it, with the same condition as {@link UPSERT}, so
+ * Postgres neither probes the index for an insert nor writes a separate row-lock record to the WAL before the
+ * update (ON CONFLICT DO UPDATE does both). Only when the UPDATE raised nothing (no row yet, or the token is
+ * stale) does the upsert run, in the same statement:
+ *
+ * - under READ COMMITTED an UPDATE that waits for a concurrent holder's row lock re-checks its condition on
+ *   the row that holder committed (EvalPlanQual), as ON CONFLICT DO UPDATE checks its WHERE on the latest row
+ *   it locked: a row comes back exactly when the fence was raised (G1);
+ * - when the UPDATE raised nothing, its snapshot may predate the row (a concurrent first write) or a reset:
+ *   the upsert then decides on the latest version, exactly as the upsert alone always did;
+ * - the upsert gets no input row when the UPDATE raised the fence, so the statement never modifies a row twice.
+ */
+function oneFence(table: string, resource: string, token: string, leaseIdHash: string): string {
+  return `with raised as (
+  update ${table} as f set token = ${token}, lease_id_hash = ${leaseIdHash}, updated_at = now()
+   where f.resource = ${resource}
+     and (f.token < ${token} or (f.token = ${token} and f.lease_id_hash = ${leaseIdHash}))
+  returning f.resource
+), inserted as (
+  insert into ${table} as f (resource, token, lease_id_hash)
+  select ${resource}, ${token}, ${leaseIdHash} where not exists (select from raised)
+  ${UPSERT.replaceAll('\n', '\n  ')}
+)
+select resource from raised union all select resource from inserted`;
+}
+
+/**
  * The fence statement of the store's own pools, where the driver sends it in the same message as BEGIN: all
  * literals (a simple-protocol message carries no bound parameters), and for one fence also as a prepared
  * statement, so Postgres does not parse and plan the upsert in every transaction:
@@ -29,6 +58,7 @@ returning f.resource`;
  *     set local lock_timeout = …; set local idle_in_transaction_session_timeout = …;
  *     set local synchronous_commit = on; execute fenced_fence_…('resource', token, '\x…')
  *
+ * (the prepared statement: an UPDATE that raises the row, the upsert only when it did not, see `oneFence`).
  * The settings are utility statements run before the upsert (so `lock_timeout` bounds its wait), local to the
  * transaction (the pool's other transactions keep their own), and set again by every guarded transaction (so a
  * `SET synchronous_commit = off` that someone ran on a pooled connection cannot reach a guarded COMMIT).
@@ -51,7 +81,7 @@ export class LiteralFenceStatements {
       `set local idle_in_transaction_session_timeout = ${digits(String(settings.idleInTransactionTimeoutMs))}`,
       'set local synchronous_commit = on',
     ].join(';\n');
-    const upsert = `insert into ${this.#table} as f (resource, token, lease_id_hash) values ($1, $2, $3)\n${UPSERT}`;
+    const upsert = oneFence(this.#table, '$1', '$2', '$3');
     // Named by a digest of its text (one name per schema and per version of the statement), then the schema
     // for whoever reads pg_prepared_statements or pg_stat_activity, cut to Postgres' 63-byte identifiers.
     const digest = createHash('sha256').update(upsert).digest('hex').slice(0, 16);
@@ -66,10 +96,12 @@ export class LiteralFenceStatements {
     const values = literals(fences[0]!);
     const settings = this.#settings;
     const table = this.#table;
+    const f = fences[0]!;
     return {
       // Built only if the prepared statement cannot be used.
       get text() {
-        return `${settings};\ninsert into ${table} as f (resource, token, lease_id_hash) values (${values})\n${UPSERT}`;
+        const [resource, token, leaseIdHash] = literalList(f);
+        return `${settings};\n${oneFence(table, resource, token, leaseIdHash)}`;
       },
       prepared: { name, prepare, execute: `${settings};\nexecute ${name}(${values})` },
     };
@@ -87,7 +119,15 @@ ${UPSERT}`;
 
 /** `'resource'::text, token::bigint, '\x…'::bytea` */
 function literals(f: NormalizedFence): string {
-  return `${pg.escapeLiteral(f.resource)}::text, ${digits(formatToken(f.token))}::bigint, ${byteaLiteral(f.leaseIdHash)}::bytea`;
+  return literalList(f).join(', ');
+}
+
+function literalList(f: NormalizedFence): [resource: string, token: string, leaseIdHash: string] {
+  return [
+    `${pg.escapeLiteral(f.resource)}::text`,
+    `${digits(formatToken(f.token))}::bigint`,
+    `${byteaLiteral(f.leaseIdHash)}::bytea`,
+  ];
 }
 
 /**

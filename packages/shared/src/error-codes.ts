@@ -27,6 +27,17 @@ export const ErrorCode = {
    * clients only; never sent by a server.
    */
   SERVICE_UNREACHABLE: 'SERVICE_UNREACHABLE',
+  /**
+   * A Redis node has settings that could lose fencing tokens (persistence, eviction policy, role) and was refused
+   * (`UnsafeNodeError` of @fenced/coordinator, which names the node and the setting). Not a passing outage: the
+   * node's configuration must change. Over HTTP the details stay in the server log.
+   */
+  UNSAFE_NODE: 'UNSAFE_NODE',
+  /**
+   * The guarded store's tables do not exist in its schema: `migrate()` was never run there
+   * (`MigrationMissingError` of @fenced/guarded-store). Over HTTP the details stay in the server log.
+   */
+  MIGRATION_MISSING: 'MIGRATION_MISSING',
   /** Anything unexpected; the details stay in the server log. */
   INTERNAL: 'INTERNAL',
 } as const;

@@ -34,6 +34,8 @@ export interface HttpErrorOptions {
  * - a fenced error keeps its code and message and gets its status from {@link HTTP_STATUS_BY_CODE} (messages
  *   are written for callers and never carry lease ids); `INTERNAL` ones answer `internal error` only, or 503
  *   when `options.transient` says a retry may fix them;
+ * - `UNSAFE_NODE` and `MIGRATION_MISSING` (the server's configuration is wrong) keep their code and status with a
+ *   stable message, and count as unexpected (to be logged with their details);
  * - request-parsing failures of express and body-parser (a 4xx `status` and a `type`) become
  *   `400 INVALID_REQUEST` with a message of ours (theirs may echo the raw input): one code, one status, so an
  *   oversized body is a 400 whose message gives the limit;
@@ -41,6 +43,12 @@ export interface HttpErrorOptions {
  */
 export function toHttpError(error: unknown, options: HttpErrorOptions = {}): HttpError {
   if (error instanceof FencedError) {
+    // The server's own configuration is wrong: the caller gets the code and a stable message; the node
+    // addresses, settings and schema names of the error's message stay in the server log.
+    const serverSide = SERVER_SIDE_MESSAGES[error.code];
+    if (serverSide !== undefined) {
+      return answer(HTTP_STATUS_BY_CODE[error.code], new FencedError(error.code, serverSide), true);
+    }
     if (error.code === ErrorCode.INTERNAL) {
       const retry = options.transient?.(error);
       return retry === undefined
@@ -53,6 +61,14 @@ export function toHttpError(error: unknown, options: HttpErrorOptions = {}): Htt
   if (clientError !== undefined) return answer(HTTP_STATUS_BY_CODE.INVALID_REQUEST, clientError, false);
   return answer(HTTP_STATUS_BY_CODE.INTERNAL, new InternalError(), true);
 }
+
+/** Codes of errors about the server's own configuration: the stable message a caller gets instead of theirs. */
+const SERVER_SIDE_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  [ErrorCode.UNSAFE_NODE]:
+    'a Redis node of the service was refused for settings that could lose fencing tokens (details are in the server log)',
+  [ErrorCode.MIGRATION_MISSING]:
+    "the server's database has no guarded-store tables: it was not migrated (details are in the server log)",
+};
 
 function answer(status: number, error: FencedError, unexpected: boolean): HttpError {
   return {

@@ -14,5 +14,7 @@ export const HTTP_STATUS_BY_CODE = Object.freeze({
   MISSING_TOKEN: 428,
   QUORUM_UNAVAILABLE: 503,
   SERVICE_UNREACHABLE: 503,
+  UNSAFE_NODE: 503,
+  MIGRATION_MISSING: 500,
   INTERNAL: 500,
 } as const satisfies Record<ErrorCode, number>);

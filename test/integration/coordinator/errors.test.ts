@@ -25,6 +25,7 @@ describe('coordinator errors', () => {
       const error: unknown = await coordinator.ready().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UnsafeNodeError);
       expect((error as UnsafeNodeError).nodes.map((n) => n.node)).toEqual([2]);
+      expect((error as UnsafeNodeError).code).toBe('UNSAFE_NODE');
       expect((error as Error).message).toContain(`node 2 (127.0.0.1:${node.port})`);
       expect((error as Error).message).toMatch(/appendonly is 'no'; it must be 'yes'/);
       expect((error as Error).message).toMatch(/unsafeAllowUnsafeNodes/);

@@ -32,6 +32,7 @@ describe('guarded store errors say what happened and what to do', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MigrationMissingError);
     expect((error as MigrationMissingError).sqlstate).toBe('42P01');
+    expect((error as MigrationMissingError).code).toBe('MIGRATION_MISSING');
     expect((error as Error).message).toBe(
       `the guarded store's tables do not exist in schema "${unmigrated.schema}" ` +
         `(relation "${unmigrated.schema}.fence" does not exist): call store.migrate() ` +

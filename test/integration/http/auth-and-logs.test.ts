@@ -166,7 +166,7 @@ describe('coordinator HTTP API: authentication and logs', () => {
       ['DELETE', '/v1/locks/:resource/leases/:leaseId', 204],
       ['POST', '/v1/locks/:resource/leases/:leaseId/extend', 409],
       ['POST', '(unmatched)', 401],
-      ['POST', '(unmatched)', 400],
+      ['POST', '(unmatched)', 404],
     ]);
     for (const line of requests) {
       expect(line).toMatchObject({

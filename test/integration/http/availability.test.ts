@@ -2,6 +2,7 @@ import { QuorumUnavailableError } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinatorClient } from '@fenced/coordinator/client';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { QUORUM_UNAVAILABLE_MESSAGE } from '../../../packages/service/src/http/app.js';
 import { ResponseValidator } from './response-validator.js';
 import {
   eventually,
@@ -82,10 +83,36 @@ describe('coordinator HTTP API: readiness and quorum loss', () => {
       };
       for (const [name, response] of Object.entries(calls)) {
         expect(response.status, name).toBe(503);
+        // A stable message for API clients: no node address, no ioredis internals.
         expect(response.body, name).toEqual({
-          error: { code: 'QUORUM_UNAVAILABLE', message: expect.any(String) as string },
+          error: { code: 'QUORUM_UNAVAILABLE', message: QUORUM_UNAVAILABLE_MESSAGE },
         });
+        expect(response.text, name).not.toMatch(
+          /127\.0\.0\.1|:\d{4,5}\b|Stream isn't writeable|enableOfflineQueue/,
+        );
         expect(response.headers.get('retry-after'), name).toBe('1');
+        // The operator's detail is in the log: one warn line for the request, with each down node's reason.
+        const lines = service.logs
+          .map(
+            (line) =>
+              JSON.parse(line) as {
+                level: number;
+                msg: string;
+                requestId?: string;
+                nodes?: { node: number; reason: string }[];
+              },
+          )
+          .filter(
+            (line) =>
+              line.msg === 'quorum unavailable' && line.requestId === response.headers.get('x-request-id'),
+          );
+        expect(lines, name).toHaveLength(1);
+        expect(lines[0]!.level, name).toBe(40);
+        expect(
+          lines[0]!.nodes?.map((n) => n.node),
+          name,
+        ).toEqual(expect.arrayContaining([0, 1, 2]));
+        expect(lines[0]!.nodes?.[0]?.reason, name).toMatch(/\S/);
       }
       expect(await metric('fenced_quorum_failures_total', 'operation="acquire"')).toBeGreaterThan(0);
       expect(await metric('fenced_lease_denials_total', 'reason="quorum_unavailable"')).toBeGreaterThan(0);

@@ -6,7 +6,7 @@ import { lockPath, startTestService, uniqueResource, type TestService } from './
 
 interface BadRequest {
   name: string;
-  method: 'GET' | 'POST' | 'DELETE' | 'PUT';
+  method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH';
   /** Raw path, already encoded: the point is to send what a careless or hostile client sends. */
   path: (resource: string) => string;
   headers?: Record<string, string>;
@@ -15,6 +15,8 @@ interface BadRequest {
   code: string;
   /** A fragment the message must contain, naming what is allowed. */
   message?: RegExp;
+  /** The `Allow` header of a 405. */
+  allow?: string;
 }
 
 const json = { 'content-type': 'application/json' };
@@ -105,17 +107,28 @@ const TABLE: BadRequest[] = [
     path: leases,
     headers: { 'content-type': 'text/plain' },
     body: '{"ttlMs":1000}',
-    status: 400,
+    status: 415,
     code: 'INVALID_REQUEST',
     message: /Content-Type: application\/json/,
+  },
+  {
+    name: 'a form body',
+    method: 'POST',
+    path: leases,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'ttlMs=1000',
+    status: 415,
+    code: 'INVALID_REQUEST',
+    message: /not application\/json/,
   },
   {
     name: 'JSON without a content type',
     method: 'POST',
     path: leases,
     body: '{"ttlMs":1000}',
-    status: 400,
+    status: 415,
     code: 'INVALID_REQUEST',
+    message: /needs a Content-Type/,
   },
   {
     name: 'an unsupported charset',
@@ -123,7 +136,7 @@ const TABLE: BadRequest[] = [
     path: leases,
     headers: { 'content-type': 'application/json; charset=latin1' },
     body: '{"ttlMs":1000}',
-    status: 400,
+    status: 415,
     code: 'INVALID_REQUEST',
     message: /UTF-8/,
   },
@@ -133,7 +146,7 @@ const TABLE: BadRequest[] = [
     path: leases,
     headers: { ...json, 'content-encoding': 'compress' },
     body: '{"ttlMs":1000}',
-    status: 400,
+    status: 415,
     code: 'INVALID_REQUEST',
   },
   {
@@ -142,7 +155,7 @@ const TABLE: BadRequest[] = [
     path: leases,
     headers: { ...json, 'content-encoding': 'gzip' },
     body: '{"ttlMs":1000}',
-    status: 400,
+    status: 415,
     code: 'INVALID_REQUEST',
   },
   {
@@ -329,7 +342,7 @@ const TABLE: BadRequest[] = [
     path: leases,
     headers: json,
     body: `{"ttlMs":1000,"pad":"${'x'.repeat(1024 * 1024)}"}`,
-    status: 400,
+    status: 413,
     code: 'INVALID_REQUEST',
     message: /too large: at most 16384 bytes/,
   },
@@ -478,9 +491,18 @@ const TABLE: BadRequest[] = [
     name: 'an unknown endpoint',
     method: 'GET',
     path: () => '/v1/nothing-here',
-    status: 400,
+    status: 404,
     code: 'INVALID_REQUEST',
     message: /no endpoint GET/,
+  },
+  {
+    name: 'an unknown path outside /v1',
+    method: 'POST',
+    path: () => '/nothing-here?x=1',
+    headers: json,
+    body: '{}',
+    status: 404,
+    code: 'INVALID_REQUEST',
   },
   {
     name: 'a wrong method on a lease',
@@ -488,10 +510,37 @@ const TABLE: BadRequest[] = [
     path: (r) => lockPath(r, 'leases', unknownLease),
     headers: json,
     body: '{}',
-    status: 400,
+    status: 405,
     code: 'INVALID_REQUEST',
+    message: /method PUT is not allowed on this path; allowed: DELETE/,
+    allow: 'DELETE',
   },
-  { name: 'GET on the leases collection', method: 'GET', path: leases, status: 400, code: 'INVALID_REQUEST' },
+  {
+    name: 'GET on the leases collection',
+    method: 'GET',
+    path: leases,
+    status: 405,
+    code: 'INVALID_REQUEST',
+    allow: 'POST',
+  },
+  {
+    name: 'PATCH on a lock',
+    method: 'PATCH',
+    path: (r) => lockPath(r),
+    headers: json,
+    body: '{}',
+    status: 405,
+    code: 'INVALID_REQUEST',
+    allow: 'GET, HEAD',
+  },
+  {
+    name: 'POST on /healthz',
+    method: 'POST',
+    path: () => '/healthz',
+    status: 405,
+    code: 'INVALID_REQUEST',
+    allow: 'GET, HEAD',
+  },
 ];
 
 describe('coordinator HTTP API: bad requests', () => {
@@ -525,6 +574,11 @@ describe('coordinator HTTP API: bad requests', () => {
       const body = JSON.parse(response.text) as { error: { code: string; message: string } };
       expect(body).toEqual({ error: { code: row.code, message: expect.any(String) as string } });
       expect(validator.check('GET', '/v1/locks/{resource}', 400, body)).toEqual([]);
+      // 404, 405, 413 and 415 are documented responses of the operations they can answer.
+      if (row.status === 413 || row.status === 415) {
+        expect(validator.check('POST', '/v1/locks/{resource}/leases', row.status, body)).toEqual([]);
+      }
+      expect(response.allow).toBe(row.allow);
       if (row.message) expect(body.error.message).toMatch(row.message);
       // Nothing of the request is echoed: not the raw body, not a lease id from the path.
       expect(body.error.message).not.toContain('pad');
@@ -561,7 +615,7 @@ function rawRequest(
   path: string,
   headers: Record<string, string>,
   body: string | Buffer | undefined,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; allow: string | undefined }> {
   return new Promise((resolve, reject) => {
     const url = new URL(base);
     const request = http.request(
@@ -579,7 +633,11 @@ function rawRequest(
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
         response.on('end', () =>
-          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          resolve({
+            status: response.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            allow: response.headers.allow,
+          }),
         );
         response.on('error', reject);
       },

@@ -69,7 +69,9 @@ describe('CoordinatorClient autoExtend', () => {
   it('keeps a lease for ten times its ttl with the same token, and stops on release', async () => {
     const counting = countingClient(service.url);
     const resource = uniqueResource('auto-extend');
-    const ttlMs = 500;
+    // Well above one HTTP round trip plus an event-loop stall on a loaded machine: a 500 ms lease could arrive
+    // with its validity already spent.
+    const ttlMs = 1_000;
     const lost: unknown[] = [];
     const lease = await counting.client.acquire(resource, {
       ttlMs,

@@ -1,6 +1,6 @@
-import { loadConfig } from '../../../packages/coordinator/src/service/config.js';
-import { createServiceLogger } from '../../../packages/coordinator/src/service/http/service-logger.js';
-import { startServer, type RunningServer } from '../../../packages/coordinator/src/service/server.js';
+import { loadConfig } from '../../../packages/service/src/config.js';
+import { createServiceLogger } from '../../../packages/service/src/http/service-logger.js';
+import { startServer, type RunningServer } from '../../../packages/service/src/server.js';
 
 /** A running coordinator service on an ephemeral loopback port, with its log lines captured. */
 export interface TestService extends RunningServer {

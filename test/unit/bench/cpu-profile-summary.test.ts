@@ -27,7 +27,7 @@ function tinyProfile(): CpuProfile {
       { id: 5, callFrame: frame('parse', `${ROOT}/node_modules/zod/v4/core/parse.js`), children: [] },
       {
         id: 6,
-        callFrame: frame('sendLease', `${ROOT}/packages/coordinator/src/service/http/lock-routes.ts`),
+        callFrame: frame('sendLease', `${ROOT}/packages/service/src/http/lock-routes.ts`),
       },
       { id: 7, callFrame: frame('(garbage collector)', '') },
       { id: 8, callFrame: frame('(idle)', '') },
@@ -59,7 +59,7 @@ describe('areaOf', () => {
     expect(areaOf({ functionName: 'x', url: `${ROOT}/node_modules/redis-parser/lib/parser.js` })).toBe(
       'ioredis',
     );
-    expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/coordinator/src/service/server.ts` })).toBe(
+    expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/service/src/server.ts` })).toBe(
       'fenced http layer',
     );
     expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/coordinator/src/redlock/quorum.ts` })).toBe(

@@ -4,11 +4,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../packages/coordinator/src/service/config.js';
-import { loadCliConfig } from '../../../packages/coordinator/src/cli/cli-config.js';
+import { loadConfig } from '../../../packages/service/src/config.js';
+import { coordinatorOptionsOf, loadCliConfig } from '../../../packages/coordinator/src/cli/cli-config.js';
 import { importGuardedStore, readFence } from '../../../packages/coordinator/src/cli/fence-reader.js';
 import { nodeIndexOf } from '../../../packages/coordinator/src/cli/repair-command.js';
 import { runCli } from '../../../packages/coordinator/src/cli/run-cli.js';
+import { SERVICE_PACKAGE, serveCommand } from '../../../packages/coordinator/src/cli/serve-command.js';
 import { UsageError } from '../../../packages/coordinator/src/cli/usage-error.js';
 
 async function cli(argv: string[], env: Record<string, string> = {}) {
@@ -118,8 +119,10 @@ describe("the commands' configuration", () => {
       tokenRetentionMs: service.tokenRetentionMs,
       unsafeAllowUnsafeNodes: service.unsafeAllowUnsafeNodes,
     });
+    // Without FENCED_MAX_TTL_MS the commands take the library's default (the service's is a service matter).
     const defaults = loadCliConfig('status', {}, { FENCED_REDIS_URLS: URLS });
-    expect(defaults.maxTtlMs).toBe(loadConfig({ FENCED_REDIS_URLS: URLS }).maxTtlMs);
+    expect(defaults.maxTtlMs).toBeUndefined();
+    expect(coordinatorOptionsOf(defaults)).not.toHaveProperty('maxTtlMs');
   });
 
   it('lets flags override the environment', () => {
@@ -158,7 +161,7 @@ describe("the commands' configuration", () => {
 describe('the module boundary', () => {
   it('loads nothing of the HTTP service: no express, fastify, prom-client, pino or zod, no http/, server or config', () => {
     const root = fileURLToPath(new URL('../../../packages/coordinator/src/', import.meta.url));
-    const forbidden = /^(express|fastify|prom-client|pino|zod)(\/|$)/;
+    const forbidden = /^(express|fastify|prom-client|pino|zod|@fenced\/service)(\/|$)/;
     const seen = new Set<string>();
     const problems: string[] = [];
     const visit = (file: string): void => {
@@ -169,7 +172,7 @@ describe('the module boundary', () => {
         problems.push(relative);
         return;
       }
-      // Static imports and re-exports only: the bin's dynamic import of server.js is how `serve` starts.
+      // Static imports and re-exports only: serve-command.ts's dynamic import of @fenced/service is how `serve` starts.
       const text = readFileSync(file, 'utf8');
       for (const match of text.matchAll(/^\s*(?:import|export)\s(?:[^'";]*?\sfrom\s)?'([^']+)'/gm)) {
         const specifier = match[1]!;
@@ -182,6 +185,43 @@ describe('the module boundary', () => {
     expect(seen.size).toBeGreaterThan(10);
     expect(seen.has(path.join(root, 'cli/status-command.ts'))).toBe(true);
     expect(problems).toEqual([]);
+  });
+});
+
+describe('serve', () => {
+  it('says how to install @fenced/service when it is missing, and runs its main() when it is there', async () => {
+    const err: string[] = [];
+    const output = { out: () => undefined, err: (line: string) => err.push(line) };
+    // Node's error for a package that is not installed.
+    const notFound = (specifier: string): Promise<unknown> =>
+      Promise.reject(
+        Object.assign(new Error(`Cannot find package '${specifier}' imported from /app/x.js`), {
+          code: 'ERR_MODULE_NOT_FOUND',
+        }),
+      );
+    expect(await serveCommand(notFound, output)).toBe(2);
+    expect(err.join('\n')).toContain('npm install @fenced/service');
+    expect(err.join('\n')).toContain('status, inspect, repair, keygen');
+
+    // A dependency of an installed service that is missing is not "the service is missing": it is thrown.
+    const brokenDependency = (): Promise<unknown> =>
+      Promise.reject(
+        Object.assign(new Error("Cannot find package 'fastify-no-such-plugin' imported from /app/x.js"), {
+          code: 'ERR_MODULE_NOT_FOUND',
+        }),
+      );
+    await expect(serveCommand(brokenDependency, output)).rejects.toThrow(/fastify-no-such-plugin/);
+
+    let ran = 0;
+    const service = (specifier: string): Promise<unknown> =>
+      Promise.resolve(specifier === SERVICE_PACKAGE ? { main: () => Promise.resolve(void ran++) } : {});
+    expect(await serveCommand(service, output)).toBeUndefined();
+    expect(ran).toBe(1);
+  });
+
+  it('loads the real @fenced/service of the workspace', async () => {
+    const loaded = (await import(SERVICE_PACKAGE)) as { main?: unknown };
+    expect(typeof loaded.main).toBe('function');
   });
 });
 

@@ -33,4 +33,21 @@ describe('token proposals', () => {
     const proposer = new TokenProposer(() => 2 ** 45);
     expect(proposer.firstGuess('r')).toBe(1n);
   });
+
+  it('remembers the resources used most recently and forgets the long unused ones, within a bounded memory', () => {
+    const proposer = new TokenProposer(() => 0);
+    proposer.observe('kept', 41n);
+    proposer.observe('dropped', 7n);
+    for (let i = 0; i < 20_000; i++) {
+      proposer.observe(`r${i}`, 1n);
+      // Used again and again: it never goes stale, however many other resources pass.
+      if (i % 1_000 === 0) proposer.observe('kept', 41n);
+    }
+    expect(proposer.lastSeen('kept')).toBe(41n);
+    expect(proposer.lastSeen('r19999')).toBe(1n);
+    // Forgotten: its next guess starts from the time floor again (a second round at worst, never a lower token
+    // accepted: the nodes refuse it).
+    expect(proposer.lastSeen('dropped')).toBe(0n);
+    expect(proposer.lastSeen('r0')).toBe(0n);
+  });
 });

@@ -21,16 +21,29 @@ describe('LiteralFenceStatements', () => {
     ]);
   });
 
-  it('runs one fence as a prepared upsert without a VALUES join or ORDER BY, with a literal fallback', () => {
+  it('runs one fence as a prepared UPDATE, then the upsert only if it raised nothing, with a literal fallback', () => {
     const { text, prepared } = statements.statement(
       normalizeFences({ resource: 'r', token: MAX_TOKEN, leaseId: 'lease' }),
     );
-    expect(text).toMatch(/values \('r'::text, 9223372036854775807::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)/);
+    const hash = String.raw` +E'\\\\x[0-9a-f]{64}'::bytea`;
+    expect(text).toMatch(
+      new RegExp(
+        String.raw`with raised as \(\n  update "app"\.fence as f set token = 9223372036854775807::bigint, lease_id_hash =${hash}`,
+      ),
+    );
+    expect(text).toMatch(/where f\.resource = 'r'::text\n/);
+    expect(text).toMatch(
+      new RegExp(
+        String.raw`select 'r'::text, 9223372036854775807::bigint,${hash} where not exists \(select from raised\)\n  on conflict \(resource\) do update`,
+      ),
+    );
+    expect(text).toMatch(/\nselect resource from raised union all select resource from inserted$/);
     expect(text).not.toMatch(/order by|\(values/);
     expect(prepared?.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
     expect(prepared?.prepare).toMatch(
-      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\ninsert into "app"\.fence as f .* values \(\$1, \$2, \$3\)/,
+      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\nwith raised as \(\n {2}update "app"\.fence as f set token = \$2, lease_id_hash = \$3, /,
     );
+    expect(prepared?.prepare).toContain('select $1, $2, $3 where not exists (select from raised)');
     expect(prepared?.execute).toMatch(
       /;\nexecute fenced_fence_[0-9a-f]{16}_app\('r'::text, 9223372036854775807::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)$/,
     );

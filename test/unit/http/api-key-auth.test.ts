@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiKeyCheck } from '../../../packages/coordinator/src/service/http/api-key-auth.js';
+import { ApiKeyCheck } from '../../../packages/service/src/http/api-key-auth.js';
 
 describe('API key check', () => {
   const check = new ApiKeyCheck(['first-key-0123456789', 'second-key-0123456789']);

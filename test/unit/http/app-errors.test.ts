@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../../packages/coordinator/src/service/http/app.js';
-import type { LeaseService } from '../../../packages/coordinator/src/service/http/lease-service.js';
-import { createServiceLogger } from '../../../packages/coordinator/src/service/http/service-logger.js';
+import { createApp } from '../../../packages/service/src/http/app.js';
+import type { LeaseService } from '../../../packages/service/src/http/lease-service.js';
+import { createServiceLogger } from '../../../packages/service/src/http/service-logger.js';
 
 /** A lease service whose every call fails the way a driver bug would: with internals in the message. */
 class BrokenLeaseService extends EventEmitter implements LeaseService {

@@ -4,7 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidRequestError } from '@fenced/shared';
-import { DEFAULT_SERVICE_CONFIG, loadConfig } from '../../../packages/coordinator/src/service/config.js';
+import {
+  checkExposure,
+  DEFAULT_SERVICE_CONFIG,
+  isLoopbackHost,
+  loadConfig,
+} from '../../../packages/service/src/config.js';
 
 const urls = 'redis://127.0.0.1:7001, redis://127.0.0.1:7002,redis://127.0.0.1:7003';
 
@@ -61,6 +66,7 @@ describe('service configuration from the environment', () => {
       host: '0.0.0.0',
       port: 9100,
       apiKeys: ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbbbbbb'],
+      authOff: false,
       healthAuth: 'required',
       minTtlMs: 50,
       maxTtlMs: 60000,
@@ -154,6 +160,65 @@ describe('service configuration from the environment', () => {
     const message = error({ FENCED_REDIS_URLS: urls, FENCED_PORT: 'x', FENCED_MAX_WAIT_MS: 'y' });
     expect(message).toContain('FENCED_PORT');
     expect(message).toContain('FENCED_MAX_WAIT_MS');
+  });
+});
+
+describe('secure by default: no API key, loopback only', () => {
+  it('serves without a key on a loopback address', () => {
+    for (const host of [
+      '127.0.0.1',
+      '127.0.0.53',
+      '::1',
+      '[::1]',
+      'localhost',
+      'LOCALHOST',
+      '::ffff:127.0.0.1',
+    ]) {
+      expect(loadConfig({ FENCED_REDIS_URLS: urls, FENCED_HOST: host }).host).toBe(host);
+      expect(isLoopbackHost(host)).toBe(true);
+    }
+    expect(loadConfig({ FENCED_REDIS_URLS: urls }).authOff).toBe(false);
+  });
+
+  it('refuses to start without a key on any other address, saying what to do', () => {
+    for (const host of [
+      '0.0.0.0',
+      '::',
+      '10.0.0.7',
+      'coordinator.internal',
+      '128.0.0.1',
+      '127.0.0.1.example',
+    ]) {
+      expect(isLoopbackHost(host)).toBe(false);
+      const attempt = () => loadConfig({ FENCED_REDIS_URLS: urls, FENCED_HOST: host });
+      expect(attempt).toThrow(InvalidRequestError);
+      expect(attempt).toThrow(
+        `no API key (FENCED_API_KEYS is empty) and FENCED_HOST=${host} is not a loopback address`,
+      );
+      expect(attempt).toThrow(/Set FENCED_API_KEYS .*listen on 127\.0\.0\.1, or set FENCED_AUTH=off/);
+    }
+  });
+
+  it('starts there with a key, or with FENCED_AUTH=off on purpose', () => {
+    const keyed = loadConfig({
+      FENCED_REDIS_URLS: urls,
+      FENCED_HOST: '0.0.0.0',
+      FENCED_API_KEYS: 'k'.repeat(24),
+    });
+    expect(keyed).toMatchObject({ host: '0.0.0.0', authOff: false });
+    const open = loadConfig({ FENCED_REDIS_URLS: urls, FENCED_HOST: '0.0.0.0', FENCED_AUTH: 'off' });
+    expect(open).toMatchObject({ host: '0.0.0.0', apiKeys: [], authOff: true });
+    expect(() =>
+      loadConfig({ FENCED_REDIS_URLS: urls, FENCED_AUTH: 'off', FENCED_API_KEYS: 'k'.repeat(24) }),
+    ).toThrow('FENCED_AUTH is off but FENCED_API_KEYS is set');
+    expect(() => loadConfig({ FENCED_REDIS_URLS: urls, FENCED_AUTH: 'none' })).toThrow(
+      /FENCED_AUTH must be 'off' .* got "none"/,
+    );
+  });
+
+  it('checks a configuration built by hand too (startServer)', () => {
+    expect(() => checkExposure({ host: '0.0.0.0', apiKeys: [], authOff: false })).toThrow(/FENCED_AUTH=off/);
+    expect(() => checkExposure({ host: '127.0.0.1', apiKeys: [], authOff: false })).not.toThrow();
   });
 });
 

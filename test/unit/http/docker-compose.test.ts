@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { ENV_SCHEMA, loadConfig } from '../../../packages/coordinator/src/service/config.js';
+import { ENV_SCHEMA, loadConfig } from '../../../packages/service/src/config.js';
 
 // There is no Docker engine where the tests run, so the stack is checked statically: the compose file parses,
 // the Redis nodes have the persistence DESIGN §3 requires and staggered AOF rewrites (README), authentication
@@ -118,6 +118,11 @@ describe('docker-compose.yml and Dockerfile', () => {
     for (const folder of ['packages/coordinator/lua/', 'packages/guarded-store/migrations/']) {
       expect(dockerfile).toContain(`COPY --from=build /app/${folder} ${folder}`);
       expect(existsSync(`${root}${folder}`), folder).toBe(true);
+    }
+    // The command's `serve` loads @fenced/service: the image ships its build and manifest with the others.
+    for (const pkg of ['shared', 'coordinator', 'service', 'guarded-store']) {
+      expect(dockerfile).toContain(`COPY packages/${pkg}/package.json packages/${pkg}/`);
+      expect(dockerfile).toContain(`COPY --from=build /app/packages/${pkg}/dist/ packages/${pkg}/dist/`);
     }
   });
   it('gives each Redis node its own auto-aof-rewrite-min-size, so they do not rewrite together', () => {

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { EventEmitter } from 'node:events';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createApp, type LeaseService } from '../../../packages/coordinator/src/service/index.js';
+import { createApp, type LeaseService } from '../../../packages/service/src/index.js';
 
 interface Panel {
   title?: string;

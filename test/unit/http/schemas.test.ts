@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '@fenced/shared';
 import { describe, expect, it } from 'vitest';
-import { createSchemas, parseOrThrow } from '../../../packages/coordinator/src/service/http/schemas.js';
+import { createSchemas, parseOrThrow } from '../../../packages/service/src/http/schemas.js';
 
 const schemas = createSchemas({ minTtlMs: 100, maxTtlMs: 60_000, maxWaitMs: 5_000 });
 

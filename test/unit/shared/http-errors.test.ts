@@ -24,6 +24,8 @@ describe('the error code → HTTP status table', () => {
       MISSING_TOKEN: 428,
       QUORUM_UNAVAILABLE: 503,
       SERVICE_UNREACHABLE: 503,
+      UNSAFE_NODE: 503,
+      MIGRATION_MISSING: 500,
       INTERNAL: 500,
     });
   });
@@ -41,6 +43,24 @@ describe('the error code → HTTP status table', () => {
     expect(toHttpError(new LeaseLostError('r')).status).toBe(409);
     expect(toHttpError(new QuorumUnavailableError('2 of 5 nodes answered')).status).toBe(503);
     expect(toHttpError(new InvalidRequestError('ttlMs must be ...')).unexpected).toBe(false);
+  });
+
+  it("answers the server's configuration errors with their code and a stable message, logged as unexpected", () => {
+    const unsafe = toHttpError(
+      new FencedError('UNSAFE_NODE', 'refusing a node: node 2 (10.0.0.7:6379): appendfsync is everysec'),
+    );
+    expect(unsafe).toMatchObject({ status: 503, headers: { 'Retry-After': '1' }, unexpected: true });
+    expect(unsafe.body.error.code).toBe('UNSAFE_NODE');
+    expect(unsafe.body.error.message).not.toMatch(/10\.0\.0\.7|appendfsync/);
+    const migration = toHttpError(
+      new FencedError('MIGRATION_MISSING', 'no tables in schema "billing_secret"'),
+    );
+    expect(migration).toMatchObject({ status: 500, unexpected: true });
+    expect(migration.body.error).toEqual({
+      code: 'MIGRATION_MISSING',
+      message: expect.stringContaining('not migrated') as string,
+    });
+    expect(migration.body.error.message).not.toContain('billing_secret');
   });
 
   it('turns unknown errors into 500 INTERNAL without their internals', () => {

@@ -1,4 +1,3 @@
-import { DEFAULT_APP_OPTIONS } from '../service/service-options.js';
 import { DEFAULT_COORDINATOR_OPTIONS, type CoordinatorOptions } from '../options.js';
 import { UsageError } from './usage-error.js';
 
@@ -15,16 +14,16 @@ export interface CliConfig {
   readonly keyPrefix: string | undefined;
   /** `--node-timeout-ms` / `FENCED_NODE_TIMEOUT_MS`. */
   readonly nodeTimeoutMs: number | undefined;
-  /** `--max-ttl-ms` / `FENCED_MAX_TTL_MS`: the max ttl a fresh cluster records (the commands adopt a recorded one). */
-  readonly maxTtlMs: number;
+  /**
+   * `--max-ttl-ms` / `FENCED_MAX_TTL_MS`: the max ttl a fresh cluster records; the commands adopt the cluster's
+   * recorded one (a repair waits on nothing). Unset: the library's default ({@link DEFAULT_COORDINATOR_OPTIONS}).
+   */
+  readonly maxTtlMs: number | undefined;
   /** `FENCED_TOKEN_RETENTION_MS`. */
   readonly tokenRetentionMs: number | undefined;
   /** `--unsafe-allow-unsafe-nodes` / `FENCED_UNSAFE_ALLOW_UNSAFE_NODES`. */
   readonly unsafeAllowUnsafeNodes: boolean;
 }
-
-/** The service's default `FENCED_MAX_TTL_MS` (config.ts `DEFAULT_SERVICE_CONFIG.maxTtlMs`). */
-export const SERVICE_DEFAULT_MAX_TTL_MS = DEFAULT_APP_OPTIONS.maxTtlMs;
 
 /** The flags every cluster command accepts, as `node:util` parseArgs options. */
 export const CLUSTER_FLAGS = {
@@ -40,7 +39,7 @@ export const CLUSTER_FLAGS_HELP = `cluster (flags override the service's environ
   --redis-urls <urls>          FENCED_REDIS_URLS: comma-separated redis:// URLs, in node order (required)
   --key-prefix <prefix>        FENCED_KEY_PREFIX (default ${DEFAULT_COORDINATOR_OPTIONS.keyPrefix})
   --node-timeout-ms <ms>       FENCED_NODE_TIMEOUT_MS (default ${DEFAULT_COORDINATOR_OPTIONS.nodeTimeoutMs})
-  --max-ttl-ms <ms>            FENCED_MAX_TTL_MS (default ${SERVICE_DEFAULT_MAX_TTL_MS}); the cluster's recorded one wins
+  --max-ttl-ms <ms>            FENCED_MAX_TTL_MS (default ${DEFAULT_COORDINATOR_OPTIONS.maxTtlMs}); the cluster's recorded one wins
   --unsafe-allow-unsafe-nodes  FENCED_UNSAFE_ALLOW_UNSAFE_NODES: let nodes with unsafe settings vote
                                (FENCED_TOKEN_RETENTION_MS is read from the environment too)`;
 
@@ -123,18 +122,19 @@ export function loadCliConfig(
   if (unsafeText !== undefined && !['true', 'false', '1', '0'].includes(unsafeText)) {
     fail(`FENCED_UNSAFE_ALLOW_UNSAFE_NODES must be 'true' or 'false', got "${unsafeText.slice(0, 40)}"`);
   }
-  const maxTtlMs = integerOf('max-ttl-ms', 'FENCED_MAX_TTL_MS', 1, 86_400_000) ?? SERVICE_DEFAULT_MAX_TTL_MS;
+  const maxTtlMs = integerOf('max-ttl-ms', 'FENCED_MAX_TTL_MS', 1, 86_400_000);
+  const effectiveMaxTtlMs = maxTtlMs ?? DEFAULT_COORDINATOR_OPTIONS.maxTtlMs;
   const tokenRetentionText = setting(undefined, env.FENCED_TOKEN_RETENTION_MS);
   let tokenRetentionMs: number | undefined;
   if (tokenRetentionText !== undefined) {
     tokenRetentionMs = Number(tokenRetentionText);
     if (
       !/^[0-9]+$/.test(tokenRetentionText) ||
-      tokenRetentionMs < maxTtlMs ||
+      tokenRetentionMs < effectiveMaxTtlMs ||
       tokenRetentionMs > 2_147_483_647
     ) {
       fail(
-        `FENCED_TOKEN_RETENTION_MS must be an integer from the max ttl (${maxTtlMs}) to 2147483647, got "${tokenRetentionText.slice(0, 40)}"`,
+        `FENCED_TOKEN_RETENTION_MS must be an integer from the max ttl (${effectiveMaxTtlMs}) to 2147483647, got "${tokenRetentionText.slice(0, 40)}"`,
       );
     }
   }
@@ -152,11 +152,11 @@ export function loadCliConfig(
 export function coordinatorOptionsOf(config: CliConfig): CoordinatorOptions {
   const options: CoordinatorOptions = {
     nodes: [...config.redisUrls],
-    maxTtlMs: config.maxTtlMs,
     // The operator commands grant no leases: they run with whatever the cluster recorded.
     clusterSettings: 'adopt',
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
   };
+  if (config.maxTtlMs !== undefined) options.maxTtlMs = config.maxTtlMs;
   if (config.keyPrefix !== undefined) options.keyPrefix = config.keyPrefix;
   if (config.nodeTimeoutMs !== undefined) options.nodeTimeoutMs = config.nodeTimeoutMs;
   if (config.tokenRetentionMs !== undefined) options.tokenRetentionMs = config.tokenRetentionMs;

@@ -11,7 +11,7 @@ import { UsageError } from './usage-error.js';
 export const CLI_USAGE = `usage: fenced-coordinator [command] [flags]
 
 commands:
-  serve              run the coordinator service (the default when no command is given)
+  serve              run the HTTP service (the default when no command is given; needs @fenced/service)
   status             each Redis node: reachable, settings, voting, repair, latency (exit 1 without a quorum)
   inspect <resource> whether a lease is held and its token; with --database-url, the guard's fence
   repair <node>      repair node <index|host:port> that restarted empty, or watch a repair (--watch)

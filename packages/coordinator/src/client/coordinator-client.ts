@@ -4,9 +4,13 @@
 // (keep-alive.ts) and the lease objects (client-lease.ts, client-multi-lease.ts) live beside it.
 import type { LeaseLostError } from '@fenced/shared';
 import {
+  assertInteger,
+  assertMatches,
+  describeValue,
   ErrorCode,
   InternalError,
   InvalidRequestError,
+  mergeOptions,
   ServiceUnreachableError,
   isFencedError,
   parseToken,
@@ -53,6 +57,28 @@ export interface CoordinatorClientOptions {
    * @defaultValue 10000
    */
   requestTimeoutMs?: number;
+}
+
+/** The options without a default: `baseUrl` is required, `apiKey` and `fetch` optional. */
+const CLIENT_REQUIRED_OPTIONS = ['baseUrl', 'apiKey', 'fetch'];
+/** Largest delay or timeout: what a Node.js timer can hold (about 24.8 days). */
+const MAX_CLIENT_DELAY_MS = 2_147_483_647;
+
+/** `baseUrl` as a URL, when it is an http:// or https:// URL (a string or a URL object). */
+function baseUrlOf(value: unknown): URL {
+  // Credentials in a URL given by mistake (redis://:password@host) are not echoed.
+  const refuse = (): never => {
+    throw new InvalidRequestError(
+      `baseUrl must be the http:// or https:// URL of the coordinator service (e.g. 'http://coordinator:8080'), got ${describeValue(typeof value === 'string' ? value.replace(/\/\/[^/@]*@/, '//…@') : value)}`,
+    );
+  };
+  let url: URL | undefined;
+  if (value instanceof URL) url = new URL(value.href);
+  else if (typeof value === 'string' && URL.canParse(value)) url = new URL(value);
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    return refuse();
+  }
+  return url;
 }
 
 /** Defaults of the {@link CoordinatorClientOptions} that have one. */
@@ -114,20 +140,47 @@ export class CoordinatorClient {
   /** Watches of this client's leases that hold a timer: `close()` stops them. */
   readonly #watches = new Set<LeaseWatch>();
 
+  /**
+   * Validates every option at once, as `Coordinator` does.
+   * @throws InvalidRequestError naming the option, what was given (with its type) and what is allowed: a missing
+   *   or non-http(s) `baseUrl`, an unknown option (e.g. `apikey`), a bad number.
+   */
   constructor(options: CoordinatorClientOptions) {
-    const base = new URL(options.baseUrl);
+    const merged = mergeOptions(
+      'CoordinatorClient',
+      DEFAULT_CLIENT_OPTIONS,
+      options,
+      CLIENT_REQUIRED_OPTIONS,
+    );
+    const base = baseUrlOf(merged.baseUrl);
     if (!base.pathname.endsWith('/')) base.pathname += '/';
     this.#base = base;
+    const apiKey =
+      merged.apiKey === undefined
+        ? undefined
+        : assertMatches(
+            'apiKey',
+            merged.apiKey,
+            /^[\x21-\x7e]+$/,
+            'a non-empty string of visible ASCII characters',
+          );
     this.#headers = {
       accept: 'application/json',
-      ...(options.apiKey !== undefined ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      ...(apiKey !== undefined ? { authorization: `Bearer ${apiKey}` } : {}),
     };
-    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    if (merged.fetch !== undefined && typeof merged.fetch !== 'function') {
+      throw new InvalidRequestError(`fetch must be a fetch function, got ${describeValue(merged.fetch)}`);
+    }
+    this.#fetch = (merged.fetch as typeof fetch | undefined) ?? globalThis.fetch.bind(globalThis);
+    const delay = { min: 0, max: MAX_CLIENT_DELAY_MS };
     this.#settings = Object.freeze({
-      maxAttempts: Math.max(1, Math.floor(options.maxAttempts ?? DEFAULT_CLIENT_OPTIONS.maxAttempts)),
-      retryBaseDelayMs: options.retryBaseDelayMs ?? DEFAULT_CLIENT_OPTIONS.retryBaseDelayMs,
-      retryMaxDelayMs: options.retryMaxDelayMs ?? DEFAULT_CLIENT_OPTIONS.retryMaxDelayMs,
-      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_CLIENT_OPTIONS.requestTimeoutMs,
+      maxAttempts: assertInteger('maxAttempts', merged.maxAttempts, { min: 1, max: 1_000 }),
+      retryBaseDelayMs: assertInteger('retryBaseDelayMs', merged.retryBaseDelayMs, delay),
+      retryMaxDelayMs: assertInteger('retryMaxDelayMs', merged.retryMaxDelayMs, delay),
+      requestTimeoutMs: assertInteger('requestTimeoutMs', merged.requestTimeoutMs, {
+        min: 1,
+        max: MAX_CLIENT_DELAY_MS,
+      }),
     });
     this.#calls = {
       extendById: (resource, id, ttlMs, signal) => this.#extend(resource, id, ttlMs, signal),

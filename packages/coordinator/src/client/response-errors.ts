@@ -43,6 +43,10 @@ export function errorFromResponse(status: number, body: unknown, resource: strin
       return new InvalidProofError(resource, 'mismatch', message);
     case ErrorCode.INTERNAL:
       return new InternalError(message);
+    case ErrorCode.UNSAFE_NODE:
+    case ErrorCode.MIGRATION_MISSING:
+      // The service's own configuration is wrong (the details are in its log): not retried.
+      return new FencedError(error.code, message);
     case ErrorCode.STALE_TOKEN:
     case ErrorCode.SERVICE_UNREACHABLE:
       // The coordinator never sends these: StaleTokenError needs token facts the body does not carry, and

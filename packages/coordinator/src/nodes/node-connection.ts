@@ -106,6 +106,9 @@ export class NodeConnection implements ProtocolNode {
   private readonly releases: ScriptBatcher<'release'>;
   private flushScheduled = false;
   private lastConnectionError: unknown;
+  /** Connections in a row that the server closed before answering the ready check: a port that is not Redis. */
+  private closedBeforeReady = 0;
+  private awaitingReady = false;
 
   constructor(
     readonly index: number,
@@ -167,6 +170,18 @@ export class NodeConnection implements ProtocolNode {
     // fallback, which could reorder calls.
     this.client.on('ready', this.loadScripts);
     if (this.client.status === 'ready') this.loadScripts();
+    // A server that accepts the connection and closes it before any Redis reply (Postgres, say) is not Redis.
+    this.client.on('connect', () => {
+      this.awaitingReady = true;
+    });
+    this.client.on('ready', () => {
+      this.awaitingReady = false;
+      this.closedBeforeReady = 0;
+    });
+    this.client.on('close', () => {
+      if (this.awaitingReady) this.closedBeforeReady++;
+      this.awaitingReady = false;
+    });
   }
 
   private readonly loadScripts = (): void => {
@@ -505,7 +520,7 @@ export class NodeConnection implements ProtocolNode {
       probe = {
         reachable: false,
         configProblems: this.lastProbe?.configProblems ?? [],
-        error: `unreachable: ${describeConnectionError(error, this.lastConnectionError)}`,
+        error: `unreachable: ${describeConnectionError(error, this.lastConnectionError, this.closedBeforeReady >= 2)}`,
       };
     }
     this.lastProbe = probe;
@@ -541,11 +556,23 @@ export class NodeConnection implements ProtocolNode {
   }
 }
 
+/** Start of every "not a Redis server" reason (`nodeStatus().problems`, the `not-redis` node state). */
+export const NOT_REDIS = 'not a Redis server';
+const NOT_REDIS_PROTOCOL = `${NOT_REDIS}: its reply is not the Redis protocol (is the address a Redis port?)`;
+const NOT_REDIS_CLOSES = `${NOT_REDIS}: it accepts connections and closes them without a Redis reply (is the address a Redis port?)`;
+
 /**
  * A node error in words an operator can act on: `connection refused`, `timed out after N ms`, `host not found`,
  * instead of the driver's internals ("Stream isn't writeable and enableOfflineQueue options is false").
  */
-export function describeConnectionError(error: unknown, lastConnectionError?: unknown): string {
+export function describeConnectionError(
+  error: unknown,
+  lastConnectionError?: unknown,
+  closesBeforeAnswering = false,
+): string {
+  const parserError = (e: unknown): boolean =>
+    e instanceof Error && (e.name === 'ParserError' || /^Protocol error/.test(e.message));
+  if (parserError(error) || parserError(lastConnectionError)) return NOT_REDIS_PROTOCOL;
   if (error instanceof NodeTimeoutError) return `timed out after ${error.timeoutMs} ms`;
   const code = (e: unknown): string | undefined =>
     typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string' ? e.code : undefined;
@@ -565,7 +592,10 @@ export function describeConnectionError(error: unknown, lastConnectionError?: un
   if (direct !== undefined) return direct;
   const message = error instanceof Error ? error.message : String(error);
   if (/Stream isn't writeable|Connection is closed/.test(message)) {
-    return named(code(lastConnectionError)) ?? 'not connected (the connection is closed; reconnecting)';
+    return (
+      named(code(lastConnectionError)) ??
+      (closesBeforeAnswering ? NOT_REDIS_CLOSES : 'not connected (the connection is closed; reconnecting)')
+    );
   }
   return message;
 }

@@ -38,6 +38,7 @@ import {
   type RecordedSettings,
 } from './cluster-settings.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
+import { NodeStateTracker, type NodeStateEvent } from './node-events.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
 export interface NodeStatus {
@@ -90,6 +91,8 @@ export class NodeSet implements ProtocolContext {
   private rechecking = false;
   private foldTimer: NodeJS.Timeout | undefined;
   private folding = false;
+  /** Tells each node state change once (nodes/node-events.ts). */
+  private readonly states: NodeStateTracker;
 
   constructor(
     nodes: unknown,
@@ -100,6 +103,8 @@ export class NodeSet implements ProtocolContext {
     readonly closing: AbortSignal,
     /** Told every step of every repair this set runs (the coordinator's `repairProgress` event). */
     private readonly onRepairProgress: (node: number, status: NodeRepairStatus) => void = () => undefined,
+    /** Told every node state change, once (the coordinator's `nodeState` event and diagnostics channel). */
+    onStateChange: (event: NodeStateEvent) => void = () => undefined,
   ) {
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new InvalidRequestError('nodes must be a non-empty array of redis:// URLs or ioredis clients');
@@ -132,6 +137,22 @@ export class NodeSet implements ProtocolContext {
     }
     this.nodes = connections;
     this.quorum = quorumOf(connections.length);
+    this.states = new NodeStateTracker(this.quorum, settings.unsafeAllowUnsafeNodes, (event) => {
+      try {
+        onStateChange(event);
+      } catch {
+        // a listener's failure must not stop a probe or a repair
+      }
+    });
+  }
+
+  /** Tells the node state changes since the last call (once each). */
+  private publishStates(): void {
+    if (this.closing.aborted) return;
+    this.states.observe(
+      this.nodes.map((node) => this.statusOf(node)),
+      (index) => this.nodes[index]?.lastProbe?.configProblems ?? [],
+    );
   }
 
   /** Runs the start-up checks once; every operation awaits it. */
@@ -162,6 +183,7 @@ export class NodeSet implements ProtocolContext {
     await this.started();
     await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
     await this.afterProbe();
+    this.publishStates();
     return this.nodes.map((node) => this.statusOf(node));
   }
 
@@ -187,6 +209,7 @@ export class NodeSet implements ProtocolContext {
         try {
           await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
           await this.afterProbe();
+          this.publishStates();
         } finally {
           this.probing = undefined;
         }
@@ -237,6 +260,7 @@ export class NodeSet implements ProtocolContext {
           ),
         );
         if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
+        this.publishStates();
       } else if (reply.value.kind === 'corrupt') {
         this.reportError(
           index,
@@ -298,6 +322,7 @@ export class NodeSet implements ProtocolContext {
     }
     await this.afterProbe();
     await this.checkClusterSettings();
+    this.publishStates();
     this.recheckTimer = setInterval(() => void this.recheck(), RECHECK_INTERVAL_MS);
     this.recheckTimer.unref();
     this.foldTimer = setInterval(
@@ -362,14 +387,19 @@ export class NodeSet implements ProtocolContext {
     if (this.rechecking || this.closing.aborted) return;
     this.rechecking = true;
     try {
+      // Also a voting node whose connection dropped: its state change (down) is then seen within a second,
+      // without waiting for a vote or a status call.
       const idle = this.nodes.filter(
         (n) =>
-          (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) || n.lastProbe?.reachable === false) &&
+          (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
+            n.lastProbe?.reachable === false ||
+            (n.owned && n.client.status !== 'ready')) &&
           !this.repairs.has(n.index),
       );
       if (idle.length === 0) return;
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
       await this.afterProbe();
+      this.publishStates();
     } finally {
       this.rechecking = false;
     }
@@ -420,6 +450,7 @@ export class NodeSet implements ProtocolContext {
   private async repairOnce(node: NodeConnection): Promise<void> {
     node.repairStatus = 'restarted empty: repair starting';
     node.repairProgress = { phase: 'claiming' };
+    this.publishStates();
     try {
       await repairNode(this.repairContext(), node);
       node.initialized = true;
@@ -432,6 +463,7 @@ export class NodeSet implements ProtocolContext {
     } finally {
       node.repairStatus = undefined;
       node.repairProgress = undefined;
+      this.publishStates();
     }
   }
 

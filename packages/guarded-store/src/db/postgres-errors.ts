@@ -47,7 +47,8 @@ const PG_NOT_SENT_MESSAGES = [
 
 /**
  * A Postgres failure of a guarded (or read) transaction, classified. `cause` is the driver error.
- * The wire code is INTERNAL: the store's callers see a 503 (retryable) or 500, never the internals.
+ * The wire code is INTERNAL (MIGRATION_MISSING for a missing migration): the store's callers see a 503
+ * (retryable) or 500, never the internals.
  */
 export class StorageError extends FencedError {
   override readonly name: string = 'StorageError';
@@ -58,8 +59,10 @@ export class StorageError extends FencedError {
     /** The transaction certainly did not commit, and running it again may succeed. */
     readonly retryable: boolean,
     options: { cause: unknown },
+    /** `INTERNAL` but for a missing migration (`MIGRATION_MISSING`). */
+    code: ErrorCode = ErrorCode.INTERNAL,
   ) {
-    super(ErrorCode.INTERNAL, message, options);
+    super(code, message, options);
   }
 }
 
@@ -181,6 +184,7 @@ export class TransactionAbortedError extends StorageError {
 /**
  * 42P01 on one of the store's own statements: its tables (`fence`, `fence_operation`) do not exist in its
  * schema, because the migrations never ran there (or ran in another schema). Not retryable: run them first.
+ * Its code is `MIGRATION_MISSING` (a 500 over HTTP, with the details in the server log only).
  */
 export class MigrationMissingError extends StorageError {
   override readonly name = 'MigrationMissingError';
@@ -196,6 +200,7 @@ export class MigrationMissingError extends StorageError {
       SqlState.UNDEFINED_TABLE,
       false,
       options,
+      ErrorCode.MIGRATION_MISSING,
     );
   }
 }

@@ -14,8 +14,16 @@ export interface ServiceConfig {
   readonly host: string;
   /** `FENCED_PORT`, else `PORT`: 0 picks a free port. */
   readonly port: number;
-  /** `FENCED_API_KEYS`: comma-separated bearer keys; none means authentication is off. */
+  /**
+   * `FENCED_API_KEYS`: comma-separated bearer keys; none means authentication is off, which the service accepts
+   * on a loopback address only, unless {@link ServiceConfig.authOff} says it is on purpose.
+   */
   readonly apiKeys: readonly string[];
+  /**
+   * `FENCED_AUTH=off`: serve without API keys on a non-loopback address, on purpose (a trusted network, a proxy
+   * that authenticates). Without it, no keys and a non-loopback `FENCED_HOST` refuse to start.
+   */
+  readonly authOff: boolean;
   /** `FENCED_HEALTH_AUTH`: whether /healthz, /readyz and /metrics need a key. */
   readonly healthAuth: HealthAuth;
   /** `FENCED_MIN_TTL_MS`. */
@@ -83,6 +91,7 @@ export const DEFAULT_SERVICE_CONFIG = Object.freeze({
   host: '127.0.0.1',
   port: 8080,
   apiKeys: [],
+  authOff: false,
   healthAuth: DEFAULT_APP_OPTIONS.healthAuth,
   minTtlMs: DEFAULT_APP_OPTIONS.minTtlMs,
   maxTtlMs: DEFAULT_APP_OPTIONS.maxTtlMs,
@@ -172,6 +181,14 @@ export const ENV_SCHEMA = z.object({
         }),
       ),
     ),
+  FENCED_AUTH: optional.pipe(
+    z
+      .enum(['on', 'off'], {
+        error:
+          "must be 'off' (serve without API keys on purpose) or 'on' (the default: keys, or loopback only)",
+      })
+      .optional(),
+  ),
   FENCED_HEALTH_AUTH: optional.pipe(
     z.enum(['public', 'required'], { error: "must be 'public' or 'required'" }).optional(),
   ),
@@ -245,6 +262,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     host: e.FENCED_HOST ?? d.host,
     port: e.FENCED_PORT ?? e.PORT ?? d.port,
     apiKeys: Object.freeze(e.FENCED_API_KEYS),
+    authOff: e.FENCED_AUTH === 'off',
     healthAuth: e.FENCED_HEALTH_AUTH ?? d.healthAuth,
     minTtlMs: e.FENCED_MIN_TTL_MS ?? d.minTtlMs,
     maxTtlMs: e.FENCED_MAX_TTL_MS ?? d.maxTtlMs,
@@ -278,12 +296,44 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
       `invalid configuration: FENCED_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed FENCED_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs}): the headers are part of the request`,
     );
   }
+  checkExposure(config);
   if (config.minTtlMs > config.maxTtlMs) {
     throw new InvalidRequestError(
       `invalid configuration: FENCED_MIN_TTL_MS (${config.minTtlMs}) must not exceed FENCED_MAX_TTL_MS (${config.maxTtlMs})`,
     );
   }
   return Object.freeze(config);
+}
+
+/**
+ * Whether `host` is a loopback address (127.0.0.0/8, ::1, `localhost`): only this machine can connect.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * Secure by default, as Redis's protected mode is: without API keys the service listens on a loopback address
+ * only, unless `FENCED_AUTH=off` says that serving everyone who reaches it is on purpose.
+ * @throws InvalidRequestError saying what was found and the three ways out
+ */
+export function checkExposure(config: Pick<ServiceConfig, 'host' | 'apiKeys' | 'authOff'>): void {
+  if (config.authOff && config.apiKeys.length > 0) {
+    throw new InvalidRequestError(
+      'invalid configuration: FENCED_AUTH is off but FENCED_API_KEYS is set: remove one of them',
+    );
+  }
+  if (config.apiKeys.length > 0 || config.authOff || isLoopbackHost(config.host)) return;
+  throw new InvalidRequestError(
+    `invalid configuration: no API key (FENCED_API_KEYS is empty) and FENCED_HOST=${config.host} is not a loopback ` +
+      'address: anyone who reaches the service could take, extend and release leases. Set FENCED_API_KEYS ' +
+      '(e.g. $(openssl rand -hex 24)), listen on 127.0.0.1, or set FENCED_AUTH=off to serve without ' +
+      'authentication on purpose',
+  );
 }
 
 /**

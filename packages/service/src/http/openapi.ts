@@ -40,6 +40,8 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
   const json = (id: string): JsonObject => ({ 'application/json': { schema: ref(id) } });
   const errorRef = (name: string): JsonObject => ({ $ref: `#/components/responses/${name}` });
   const publicOps = options.healthAuthRequired ? {} : { security: [] };
+  // What every operation with a JSON body may answer before it runs (json-body.ts, http-conventions.ts).
+  const bodyRefusals = { '413': errorRef('PayloadTooLarge'), '415': errorRef('UnsupportedMediaType') };
 
   return {
     openapi: '3.1.0',
@@ -49,13 +51,40 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       description:
         'Redlock leases over independent Redis masters, each carrying a fencing token (a decimal string, ' +
         'unique per grant and larger than every grant that completed before it). The lock is an efficiency ' +
-        'device; present the token to a guarded store for safety.',
+        'device; present the token to a guarded store for safety.\n\n' +
+        'Every error answers `{ "error": { "code", "message" } }`. A request the service refuses before any ' +
+        'operation runs keeps the code `INVALID_REQUEST` and gets the status of the HTTP convention it broke: ' +
+        '`404` for a path no operation serves, `405` (with `Allow` listing the methods served) for a method ' +
+        'the path is not served with, `413` for a body over the limit, `415` for a body that is not UTF-8 JSON ' +
+        'sent as `Content-Type: application/json` without `Content-Encoding`.',
+      contact: { name: 'fenced maintainers' },
+      license: { name: 'MIT', identifier: 'MIT' },
     },
-    ...(options.authEnabled ? { security: [{ bearerAuth: [] }] } : {}),
+    servers: [
+      {
+        url: 'http://{host}:{port}',
+        description: 'The service, where FENCED_HOST and FENCED_PORT make it listen.',
+        variables: {
+          host: { default: '127.0.0.1', description: 'FENCED_HOST, or the name clients reach it by.' },
+          port: { default: '8080', description: 'FENCED_PORT.' },
+        },
+      },
+    ],
+    tags: [
+      { name: 'leases', description: 'Leases on one resource: acquire, extend, release, inspect.' },
+      {
+        name: 'multi-resource leases',
+        description: 'One lease over several resources, each with its own token, all or nothing.',
+      },
+      { name: 'operations', description: 'Health, readiness, metrics and this document, for operators.' },
+    ],
+    // Without API keys (FENCED_AUTH=off, or a loopback address) anyone who reaches the service may call it.
+    security: options.authEnabled ? [{ bearerAuth: [] }] : [{}],
     paths: {
       '/v1/locks/{resource}/leases': {
         post: {
           operationId: 'acquireLease',
+          tags: ['leases'],
           summary: 'Acquire a lease, waiting up to waitMs on the server',
           description:
             'If the client disconnects while waiting, the wait is cancelled and a lease granted afterwards is released.',
@@ -64,6 +93,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
           responses: {
             '201': { description: 'Granted.', content: json('LeaseResponse') },
             '400': errorRef('InvalidRequest'),
+            ...bodyRefusals,
             '401': errorRef('Unauthorized'),
             '409': { description: 'LOCKED: not granted within waitMs.', content: json('Error') },
             '500': errorRef('Internal'),
@@ -74,12 +104,17 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/v1/locks/{resource}/leases/{leaseId}/extend': {
         post: {
           operationId: 'extendLease',
+          tags: ['leases'],
           summary: 'Extend a lease: same token, new TTL',
+          description:
+            'Extends the lease on a majority of the nodes for a new ttlMs from now. The token stays the same; a ' +
+            'lease that expired or was taken over answers 409 LEASE_LOST and must not be used any more.',
           parameters: [resource, leaseId],
           requestBody: { required: true, content: json('ExtendRequest') },
           responses: {
             '200': { description: 'Extended; the token is unchanged.', content: json('LeaseResponse') },
             '400': errorRef('InvalidRequest'),
+            ...bodyRefusals,
             '401': errorRef('Unauthorized'),
             '409': {
               description: 'LEASE_LOST: the lease expired or another holder took the resource.',
@@ -93,6 +128,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/v1/locks/{resource}/leases/{leaseId}': {
         delete: {
           operationId: 'releaseLease',
+          tags: ['leases'],
           summary: 'Release a lease (compare-and-delete on every node)',
           description:
             'Idempotent. A 503 means a majority did not confirm the release: the service keeps retrying it on the ' +
@@ -111,7 +147,11 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/v1/locks/{resource}': {
         get: {
           operationId: 'inspectLock',
+          tags: ['leases'],
           summary: 'Whether the resource is held, and by which token (never a lease id)',
+          description:
+            'Reads every node and answers the majority view: whether a lease holds the resource and its token. ' +
+            'It never answers a lease id, which is the capability to extend or release the lease.',
           parameters: [resource],
           responses: {
             '200': { description: 'The majority view.', content: json('LockStatus') },
@@ -125,6 +165,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/v1/leases': {
         post: {
           operationId: 'acquireMultiLease',
+          tags: ['multi-resource leases'],
           summary: 'Acquire one lease over several resources, all or nothing, waiting up to waitMs',
           description:
             'Every resource is granted, each with its own fencing token under one lease id, or none is. Resources ' +
@@ -135,6 +176,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
           responses: {
             '201': { description: 'Granted, every resource.', content: json('MultiLeaseResponse') },
             '400': errorRef('InvalidRequest'),
+            ...bodyRefusals,
             '401': errorRef('Unauthorized'),
             '409': {
               description: 'LOCKED: some resource was not granted within waitMs; nothing is held.',
@@ -148,6 +190,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/v1/leases/{leaseId}/extend': {
         post: {
           operationId: 'extendMultiLease',
+          tags: ['multi-resource leases'],
           summary: 'Extend every resource of a multi-resource lease: same tokens, new TTL',
           description: 'Name the same resources as the acquire; the service keeps no state about the lease.',
           parameters: [leaseId],
@@ -158,6 +201,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
               content: json('MultiLeaseResponse'),
             },
             '400': errorRef('InvalidRequest'),
+            ...bodyRefusals,
             '401': errorRef('Unauthorized'),
             '409': {
               description:
@@ -172,6 +216,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/v1/leases/{leaseId}': {
         delete: {
           operationId: 'releaseMultiLease',
+          tags: ['multi-resource leases'],
           summary: 'Release every resource of a multi-resource lease (the resources in the JSON body)',
           description:
             'Idempotent; compare-and-delete of every resource on every node. A 503 means a majority did not confirm ' +
@@ -181,6 +226,7 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
           responses: {
             '204': { description: 'Released, or already expired.' },
             '400': errorRef('InvalidRequest'),
+            ...bodyRefusals,
             '401': errorRef('Unauthorized'),
             '500': errorRef('Internal'),
             '503': errorRef('QuorumUnavailable'),
@@ -190,7 +236,10 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/healthz': {
         get: {
           operationId: 'health',
+          tags: ['operations'],
           summary: 'Liveness: the process serves HTTP',
+          description:
+            'Answers 200 while the process serves HTTP, whatever the Redis nodes do: a liveness probe.',
           ...publicOps,
           responses: {
             '200': { description: 'Alive.', content: json('Health') },
@@ -201,7 +250,11 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/readyz': {
         get: {
           operationId: 'readiness',
+          tags: ['operations'],
           summary: 'Readiness: a quorum of Redis nodes is reachable, correctly configured and voting',
+          description:
+            'Answers 200 when a majority of the Redis nodes vote, 503 when not; the body gives each node and why ' +
+            'it does not vote. A readiness probe: route traffic only to an instance that answers 200.',
           ...publicOps,
           responses: {
             '200': { description: 'Ready.', content: json('Readiness') },
@@ -213,7 +266,11 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/metrics': {
         get: {
           operationId: 'metrics',
+          tags: ['operations'],
           summary: 'Prometheus metrics',
+          description:
+            'The service counters and histograms, the per-node gauges (read from the node view, probed when older ' +
+            'than 5 s) and the process metrics, in the Prometheus text format.',
           ...publicOps,
           responses: {
             '200': { description: 'Prometheus text exposition format.', content: { 'text/plain': {} } },
@@ -224,9 +281,14 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
       '/openapi.json': {
         get: {
           operationId: 'openapi',
+          tags: ['operations'],
           summary: 'This document',
+          description: 'The OpenAPI 3.1 document of this service, with the bounds it enforces. Public.',
           security: [],
-          responses: { '200': { description: 'OpenAPI 3.1 document.', content: { 'application/json': {} } } },
+          responses: {
+            '200': { description: 'OpenAPI 3.1 document.', content: { 'application/json': {} } },
+            '4XX': errorRef('InvalidRequest'),
+          },
         },
       },
     },
@@ -239,14 +301,28 @@ export function createOpenApiDocument(schemas: Schemas, options: OpenApiOptions)
         },
         Unauthorized: { description: 'UNAUTHORIZED: no valid API key.', content: json('Error') },
         Internal: { description: 'INTERNAL: details stay in the server log.', content: json('Error') },
+        PayloadTooLarge: {
+          description:
+            'INVALID_REQUEST: the body is larger than the service accepts; the message gives the limit.',
+          content: json('Error'),
+        },
+        UnsupportedMediaType: {
+          description:
+            'INVALID_REQUEST: the body is not UTF-8 JSON sent as `Content-Type: application/json` without `Content-Encoding`.',
+          content: json('Error'),
+        },
         QuorumUnavailable: {
           description: 'QUORUM_UNAVAILABLE: no majority of Redis nodes could decide; retry with backoff.',
           content: json('Error'),
         },
       },
-      securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key from FENCED_API_KEYS.' },
-      },
+      ...(options.authEnabled
+        ? {
+            securitySchemes: {
+              bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key from FENCED_API_KEYS.' },
+            },
+          }
+        : {}),
     },
   };
 }

@@ -4,13 +4,12 @@
 import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { loadConfig, type ServiceConfig } from './config.js';
-import { Coordinator } from '../coordinator.js';
-import { UnsafeNodeError } from '../errors.js';
-import { ClusterSettingsError } from '../nodes/cluster-settings.js';
+import { checkExposure, loadConfig, type ServiceConfig } from './config.js';
+import { ClusterSettingsError, Coordinator, UnsafeNodeError } from '@fenced/coordinator';
 import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
 import { createServiceLogger } from './http/service-logger.js';
+import { logNodeStates } from './http/node-state-log.js';
 
 /**
  * How long a connection idle when the drain begins may still send one last request (answered with
@@ -57,6 +56,8 @@ export async function startServer(
   config: ServiceConfig,
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
+  // A configuration built by hand gets the check loadConfig makes: no keys, no loopback, no FENCED_AUTH=off.
+  checkExposure(config);
   const logger = options.logger ?? createServiceLogger({ level: config.logLevel });
   const coordinator = new Coordinator({
     nodes: [...config.redisUrls],
@@ -68,6 +69,8 @@ export async function startServer(
     ...(config.tokenRetentionMs !== undefined ? { tokenRetentionMs: config.tokenRetentionMs } : {}),
     ...(config.signingKey !== undefined ? { signingKey: config.signingKey } : {}),
   });
+  // From the first probe on: the start-up view of the nodes is logged too, each change once.
+  const stopNodeStateLog = logNodeStates(coordinator, logger);
   try {
     await untilReady(coordinator, config.startupTimeoutMs, logger);
   } catch (error) {
@@ -126,7 +129,8 @@ export async function startServer(
       port,
       nodes: config.redisUrls.length,
       quorum: coordinator.quorum,
-      auth: config.apiKeys.length > 0 ? 'api-keys' : 'off',
+      auth:
+        config.apiKeys.length > 0 ? 'api-keys' : config.authOff ? 'off (FENCED_AUTH=off)' : 'off (loopback)',
       healthAuth: config.healthAuth,
       // The key id only: the key itself is never logged.
       signing: config.signingKey !== undefined ? `key ${config.signingKey.id}` : 'off',
@@ -167,6 +171,7 @@ export async function startServer(
       clearTimeout(idle);
       // fastify's own close (its onClose hooks; the server is closed already).
       await app.close();
+      stopNodeStateLog();
       await coordinator.close();
       logger.info('stopped');
     })();

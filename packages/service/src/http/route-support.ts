@@ -120,8 +120,15 @@ export function createRouteSupport(deps: {
   };
 }
 
-function shuttingDown(): QuorumUnavailableError {
-  return new QuorumUnavailableError('the service is shutting down; retry (another instance)');
+/** The 503 of a service that drains: its message is the service's own, sent to clients as it is. */
+export class ShuttingDownError extends QuorumUnavailableError {
+  constructor() {
+    super('the service is shutting down; retry (another instance)');
+  }
+}
+
+function shuttingDown(): ShuttingDownError {
+  return new ShuttingDownError();
 }
 
 function deny(

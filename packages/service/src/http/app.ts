@@ -2,7 +2,10 @@ import { createRequire } from 'node:module';
 import {
   assertInteger,
   assertOneOf,
+  ErrorCode,
   InvalidRequestError,
+  isFencedError,
+  QuorumUnavailableError,
   mergeOptions,
   toHttpError,
   type HttpError,
@@ -17,9 +20,11 @@ import { lockRoutes } from './lock-routes.js';
 import { registerNodeMetrics } from './node-metrics.js';
 import { multiLeaseRoutes } from './multi-lease-routes.js';
 import { fromFastifyRequestError, parseJsonBody } from './json-body.js';
+import { methodNotAllowed, notFound, RefusedRequestError, RouteTable } from './http-conventions.js';
 import { createOpenApiDocument } from './openapi.js';
 import { REQUEST_ID_HEADER, RequestLog, requestId, routePattern, safeError } from './request-log.js';
 import { DEFAULT_APP_OPTIONS, LOG_LEVELS, type AppOptions } from '../service-options.js';
+import { ShuttingDownError } from './route-support.js';
 import { createSchemas } from './schemas.js';
 import { createServiceLogger } from './service-logger.js';
 import { ServiceMetrics } from './service-metrics.js';
@@ -38,8 +43,7 @@ export interface AppDeps extends Partial<AppOptions> {
 
 export { DEFAULT_APP_OPTIONS, type AppOptions, type HealthAuth } from '../service-options.js';
 
-const packageVersion = (createRequire(import.meta.url)('../../../package.json') as { version: string })
-  .version;
+const packageVersion = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 /**
  * Builds the coordinator service's HTTP app (DESIGN §5): a fastify instance with every route, hook and error
@@ -84,6 +88,9 @@ export function createApp(deps: AppDeps): FastifyInstance {
     return503OnClosing: false,
     frameworkErrors: (error, _request, reply) => sendError(reply, error),
   });
+  // Every route, so that a request no route serves gets 404, or 405 with `Allow` when the path is served.
+  const routes = new RouteTable();
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJsonBody);
 
@@ -124,14 +131,42 @@ export function createApp(deps: AppDeps): FastifyInstance {
       return;
     }
     // The message does not echo the path: on a lease route it would carry the lease id.
-    sendError(
-      reply,
-      new InvalidRequestError(
-        `no endpoint ${request.method} for this path; resource names are 1 to 256 bytes, percent-encoded as one path segment (see GET /openapi.json)`,
-      ),
-    );
+    const methods = routes.methodsOf(request.url);
+    if (methods.length === 0) {
+      sendError(reply, notFound(request.method));
+    } else if (!methods.includes(request.method)) {
+      sendError(reply, methodNotAllowed(request.method, methods));
+    } else {
+      // The path is a route's with an empty parameter (`/v1/locks//leases`, `/v1/locks/`).
+      sendError(
+        reply,
+        new InvalidRequestError(
+          'a path parameter is empty: resource names are 1 to 256 bytes, percent-encoded as one path segment (see GET /openapi.json)',
+        ),
+      );
+    }
   });
   app.setErrorHandler((error, request, reply) => {
+    // A quorum failure's message names nodes and the driver's words ("Stream isn't writeable ..."): the operator
+    // gets them here, once per request at warn with each node's reason; the client a stable message and the code.
+    if (
+      isFencedError(error) &&
+      error.code === ErrorCode.QUORUM_UNAVAILABLE &&
+      !(error instanceof ShuttingDownError)
+    ) {
+      const nodes = error instanceof QuorumUnavailableError ? error.nodeErrors : [];
+      logger.warn(
+        {
+          requestId: request.id,
+          route: routePattern(request, 503),
+          reason: error.message,
+          nodes: nodes.map((reason, node) => ({ node, reason })).filter((entry) => entry.reason !== null),
+        },
+        'quorum unavailable',
+      );
+      sendError(reply, new QuorumUnavailableError(QUORUM_UNAVAILABLE_MESSAGE));
+      return;
+    }
     const response = sendError(reply, error);
     if (response.unexpected) {
       logger.error(
@@ -143,13 +178,26 @@ export function createApp(deps: AppDeps): FastifyInstance {
   return app;
 
   function sendError(reply: FastifyReply, error: unknown): HttpError {
-    const response = toHttpError(fromFastifyRequestError(error, options.bodyLimitBytes) ?? error);
+    const refused = fromFastifyRequestError(error, options.bodyLimitBytes) ?? error;
+    let response = toHttpError(refused);
+    // The same INVALID_REQUEST body, with the status of the HTTP convention the request broke (404/405/413/415).
+    if (refused instanceof RefusedRequestError) {
+      response = {
+        ...response,
+        status: refused.status,
+        headers: { ...response.headers, ...refused.headers },
+      };
+    }
     void reply.code(response.status).headers(response.headers).send(response.body);
     return response;
   }
 }
 
 const APP_DEPENDENCIES = ['coordinator', 'logger', 'registry', 'shutdownSignal'];
+
+/** What an API client reads in a 503 QUORUM_UNAVAILABLE: no node address, no driver internals. */
+export const QUORUM_UNAVAILABLE_MESSAGE =
+  'quorum unavailable: too few Redis nodes answered or voted to decide; retry with backoff (the service log has the reason of each node)';
 
 function resolveOptions(deps: AppDeps): Readonly<AppOptions> {
   const merged = mergeOptions('app', DEFAULT_APP_OPTIONS, deps, APP_DEPENDENCIES);

@@ -1,6 +1,6 @@
 import { formatToken, type MultiLeaseResponseBody } from '@fenced/shared';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { lockOrder } from '../../lease/multi-lease.js';
+import { lockOrder } from '@fenced/coordinator';
 import type { ServedMultiLease } from './lease-service.js';
 import type { LockRoutesDeps } from './lock-routes.js';
 import { createRouteSupport } from './route-support.js';

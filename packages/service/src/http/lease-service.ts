@@ -1,7 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { NodeErrorEvent, NodeStatus } from '../../coordinator.js';
-import type { Lease } from '../../lease/lease.js';
-import type { MultiLease } from '../../lease/multi-lease.js';
+import type { Lease, MultiLease, NodeErrorEvent, NodeStateEvent, NodeStatus } from '@fenced/coordinator';
 
 /**
  * The slice of the coordinator the HTTP service uses (see `Coordinator`). Declared structurally so the
@@ -52,4 +50,4 @@ export type ServedMultiLease = Pick<
 /** One node's health as the coordinator reports it (never credentials). */
 export type NodeStatusView = NodeStatus;
 
-export type { NodeErrorEvent };
+export type { NodeErrorEvent, NodeStateEvent };

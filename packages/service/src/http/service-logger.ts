@@ -31,10 +31,18 @@ export interface ServiceLoggerOptions {
   destination?: DestinationStream;
 }
 
+/** `err` of a log line: an Error through pino's serializer, a view that already built (safeError in request-log.ts) as is. */
+function serializeError(value: unknown): unknown {
+  return value instanceof Error ? pino.stdSerializers.err(value) : value;
+}
+
 /** The service's pino logger: JSON lines, redacted, with `service: 'fenced-coordinator'` on every line. */
 export function createServiceLogger(options: ServiceLoggerOptions = {}): Logger {
   const settings = {
     level: options.level ?? 'info',
+    // The service logs errors as `err: safeError(error)`, a plain object that already holds the error's real
+    // `type` (its name); pino's own serializer would name it after the plain object's constructor ("Object").
+    serializers: { err: serializeError },
     base: { service: 'fenced-coordinator' },
     redact: { paths: [...REDACTED_LOG_PATHS], censor: '[redacted]' },
   };

@@ -7,7 +7,7 @@ import {
   validateResourceName,
 } from '@fenced/shared';
 import { z } from 'zod';
-import { lockOrder, MAX_LEASE_RESOURCES } from '../../lease/multi-lease.js';
+import { lockOrder, MAX_LEASE_RESOURCES } from '@fenced/coordinator';
 import type { RequestLimits } from '../service-options.js';
 
 /** Lease ids are base64url strings of at least 128 random bits (`newLeaseId`). */
