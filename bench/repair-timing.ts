@@ -2,7 +2,7 @@
 // nodes/repair.ts) when the other nodes hold the token registers of N resources, default a million.
 //
 // For each case it starts three redis-server nodes the way the bench does (appendonly yes, appendfsync always,
-// noeviction), lets a Coordinator (maxTtlMs 2 s, so the sit-out is short) initialize the namespace, writes N token
+// noeviction), lets a Coordinator initialize the namespace (the sealed repair has no wait: maxTtlMs plays no part), writes N token
 // registers straight to nodes 0 and 1 (pipelined MSETs), kills node 2 and restarts it empty, and times
 // `coordinator.repairNode(2)` until it resolves and the node votes again. Two cases:
 //   registers  the N registers are live (retention 1 h: nothing is folded), so the repair reads 2 × N registers
@@ -38,7 +38,7 @@ const CHECKED_REGISTERS = 10_000;
 const USAGE = `Usage: npm run bench:repair -- [options]
 
   --repair-resources N  token registers written to the source nodes (default ${DEFAULT_RESOURCES.toLocaleString('en-US')})
-  --max-ttl-ms N        maxTtlMs of the coordinator: the sit-out before the repair reads (default ${DEFAULT_MAX_TTL_MS})
+  --max-ttl-ms N        maxTtlMs of the coordinator, recorded as the cluster's (default ${DEFAULT_MAX_TTL_MS}; the repair waits on nothing)
   --case NAME[,NAME]    only these cases: registers, folded (default both)
   --out FILE            write the JSON results here instead
   --help                this text
@@ -66,11 +66,10 @@ interface RepairCase {
     totalMs: number;
     /**
      * The steps, from the repair's status as `nodeStatus()` reports it (read every 2 ms): claiming the marker,
-     * the sit-out (maxTtlMs + drift), reading the sources, raising the node (and the finish). Undefined when the
-     * status was not seen (a step shorter than the polling).
+     * sealing and reading the sources, raising the node and restoring live leases (and the finish). There is no
+     * wait between them. Undefined when the status was not seen (a step shorter than the polling).
      */
     claimMs?: number;
-    sitOutMs?: number;
     readMs?: number;
     raiseMs?: number;
     /** "copying the floor and N active token registers": N. */
@@ -281,12 +280,11 @@ async function runCase(name: CaseName, resources: number, maxTtlMs: number): Pro
     const firstAt = (pattern: RegExp, from = 0): number | undefined =>
       seen.slice(from).find((s) => pattern.test(s.text))?.at;
     // The last attempt's steps (an attempt that started over shows "starts over" in its texts).
-    const lastSitOut = seen.map((s) => /sits out/.test(s.text)).lastIndexOf(true);
-    const from = Math.max(0, lastSitOut);
-    const sitOutAt = lastSitOut >= 0 ? seen[lastSitOut]!.at : undefined;
-    const readAt = firstAt(/reading token registers/, from);
+    const lastRead = seen.map((s) => /sealing and reading/.test(s.text)).lastIndexOf(true);
+    const from = Math.max(0, lastRead);
+    const readAt = lastRead >= 0 ? seen[lastRead]!.at : undefined;
     const raiseAt = firstAt(/copying the floor/, from);
-    const copied = /copying the floor and (\d+) active/.exec(
+    const copied = /copying the floor, (\d+) active/.exec(
       seen.find((s) => /copying the floor/.test(s.text))?.text ?? '',
     );
     const attempts = Math.max(1, ...seen.map((s) => Number(/repair attempt (\d+)/.exec(s.text)?.[1] ?? 1)));
@@ -327,8 +325,7 @@ async function runCase(name: CaseName, resources: number, maxTtlMs: number): Pro
       sourceFloors,
       repair: {
         totalMs: end - start,
-        ...(sitOutAt === undefined ? {} : { claimMs: sitOutAt - start }),
-        ...(sitOutAt === undefined || readAt === undefined ? {} : { sitOutMs: readAt - sitOutAt }),
+        ...(readAt === undefined ? {} : { claimMs: readAt - start }),
         ...(readAt === undefined || raiseAt === undefined ? {} : { readMs: raiseAt - readAt }),
         ...(raiseAt === undefined ? {} : { raiseMs: end - raiseAt }),
         ...(copied === null ? {} : { registersCopied: Number(copied[1]) }),
@@ -364,7 +361,6 @@ export function renderRepair(results: RepairResults): string {
     c.sourceKeys.map((k) => k.toLocaleString('en-US')).join(' / '),
     c.repair.registersCopied === undefined ? '–' : c.repair.registersCopied.toLocaleString('en-US'),
     seconds(c.repair.claimMs),
-    seconds(c.repair.sitOutMs),
     seconds(c.repair.readMs),
     seconds(c.repair.raiseMs),
     `**${seconds(c.repair.totalMs)}**`,
@@ -377,8 +373,7 @@ export function renderRepair(results: RepairResults): string {
     'keys on the 2 sources',
     'registers copied',
     'claim',
-    'sit-out',
-    'read',
+    'seal + read',
     'raise + finish',
     'total',
     'keys on the repaired node',

@@ -19,8 +19,8 @@ export const DEFAULT_REPORT_PATH = fileURLToPath(new URL('./out/report.html', im
 
 /**
  * Coordinator settings of the demo's fenced runs. The per-node bound is generous so that a loaded machine's
- * latency never turns into votes against; no safety argument depends on it. `maxTtlMs` is also how long a node
- * that restarted empty sits out (F6), so it stays short.
+ * latency never turns into votes against; no safety argument depends on it, nor on `maxTtlMs` (the cluster's
+ * recorded one; a node that restarted empty is repaired without any wait).
  */
 export const DEMO_COORDINATOR = Object.freeze({ nodeTimeoutMs: 2_000, maxTtlMs: 5_000 });
 

@@ -249,7 +249,7 @@ const F6: Scenario = {
       ctx.note(
         'B',
         `B waited ${Math.round(b.endedAt - b.startedAt)} ms: node ${FAULTY_NODE} lost its incarnation key, so it ` +
-          "sits out until repaired, and B needed A's lease on nodes 0 and 1 to run out",
+          "abstains until repaired, and B needed A's lease on nodes 0 and 1 to run out",
         b.endedAt,
       );
     }

@@ -2,11 +2,12 @@
 // another node, a repair that copies before it sits out, a repair that copies from a node that is itself empty
 // or under repair, a fresh-cluster initialisation that mistakes an in-flight first grant for an empty cluster.
 //
-// These scenarios are the referee of the repair order of DESIGN §3 (sit out first, then read from
-// N − quorum + 1 nodes verified initialised and not under repair, then finish only if the repair marker is
-// still ours; a fresh cluster only when no node is initialised at all). Against a coordinator whose repair
-// copies first and sits out afterwards, picks its sources from a cached "voting" view, or re-initialises a
-// node when a SCAN finds nothing, the protected runs here FAIL: that is the bug they reproduce. Tokens never
+// These scenarios are the referee of the sealed repair of DESIGN §3 (claim, then seal and read N − quorum + 1
+// nodes verified initialised and not under repair, then finish only if the repair marker is still ours; a fresh
+// cluster only when no node is initialised at all). With the seal, the held promise is refused when it lands on a
+// sealed source, so A is not granted at all — or, had it landed before the seal, the read saw it. Against a
+// coordinator whose repair copies without sealing, picks its sources from a cached "voting" view, or re-initialises
+// a node when a SCAN finds nothing, the protected runs here FAIL: that is the bug they reproduce. Tokens never
 // lean on the proposal's time floor: the later client runs on a clock an hour behind (its own LD_PRELOAD
 // clock shim, in a child process), or the registers are seeded far above the floor.
 import { randomUUID } from 'node:crypto';
@@ -22,7 +23,7 @@ import { FaultWorld, seedRegistersAhead, tokenKey, unique } from './support/faul
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
 import { WorkerProcess } from './support/worker-process.js';
 
-/** The sit-out, and the longest lease anyone here takes. */
+/** The longest lease anyone here takes (what the old repair sat out). */
 const MAX_TTL_MS = 3_000;
 /** F19's three-node cluster: nodes 0, 1, 2 of the world, called R, X and Y as in the issue. */
 const R = 0;
@@ -273,8 +274,12 @@ async function inFlightAcrossRestart(c: InFlightCase): Promise<{ verdict: Verdic
   );
   aLinks.proxies[X]!.release();
   const aLease = await aGrant;
-  if (!aLease) throw new Error(`A was not granted (precondition of the scenario); ${notes.join('; ')}`);
-  phase('A granted');
+  // With the sealed repair, A's held promise lands on a sealed X and is refused: A is not granted. The old order
+  // (the negative control) grants it.
+  if (!aLease && c.repair !== 'coordinator') {
+    throw new Error(`A was not granted (precondition of the negative control); ${notes.join('; ')}`);
+  }
+  phase(aLease ? 'A granted' : 'A not granted: its held promise was refused by the seal');
 
   await handRepair;
   await until('R votes again', () => votesAgain(raw[R]!, prefix), 30_000);
@@ -282,13 +287,15 @@ async function inFlightAcrossRestart(c: InFlightCase): Promise<{ verdict: Verdic
 
   const bLease = await b.acquire();
   if (!bLease) throw new Error('B did not get the lease');
-  notes.push(`A's token ${aLease.token}, B's token ${bLease.token}`);
+  notes.push(`A's token ${aLease?.token ?? '(none)'}, B's token ${bLease.token}`);
   await b.increment(); // B fences in
-  await recordedIncrement(history, world.store, holderIncrement('A', aLease, 'guarded')).catch(
-    () => undefined,
-  ); // the zombie
+  if (aLease) {
+    await recordedIncrement(history, world.store, holderIncrement('A', aLease, 'guarded')).catch(
+      () => undefined,
+    ); // the zombie
+  }
   await b.release();
-  await recordedRelease(history, 'A', aLease);
+  if (aLease) await recordedRelease(history, 'A', aLease);
   aLinks.release();
   await world.closeCoordinator(repairer);
   await world.closeCoordinator(a);
@@ -296,8 +303,8 @@ async function inFlightAcrossRestart(c: InFlightCase): Promise<{ verdict: Verdic
 }
 
 describe('a node restarted empty while a grant that counted its promise is in flight (F19)', () => {
-  // Fails on a coordinator that copies the registers before it sits out (reproduces the issue); passes once the
-  // repair sits out maxTtlMs from detection before it reads.
+  // Fails on a coordinator whose repair reads its sources without sealing them (the held promise then lands after
+  // the read); passes with the sealed read.
   it('B, on a clock an hour behind, still gets a larger token than A, and the zombie A cannot commit after B fenced in', async () => {
     const { verdict, notes } = await inFlightAcrossRestart({ later: 'clock-behind', repair: 'coordinator' });
     expect(verdict.violations, notes).toEqual([]);
@@ -445,19 +452,22 @@ describe('two nodes restarted empty at once in a five-node cluster, other proces
         `R voted again by then: ${await votesAgain(raw[R]!, prefix)}`,
     ];
     aLinks.proxies[X]!.release();
+    // A's held first grant lands on X after the repair sealed it (refused: A is not granted), or before (the repair
+    // read it): either way B's token is larger than any token A holds.
     const aLease = await aGrant;
-    if (!aLease) throw new Error(`A was not granted (precondition of the scenario); ${notes.join('; ')}`);
     await until('R votes again', () => votesAgain(raw[R]!, prefix), 30_000);
 
     const bLease = await b.acquire();
     if (!bLease) throw new Error('B did not get the lease');
-    notes.push(`A's token ${aLease.token}, B's token ${bLease.token}`);
+    notes.push(`A's token ${aLease?.token ?? '(none: refused by the seal)'}, B's token ${bLease.token}`);
     await b.increment();
-    await recordedIncrement(history, world.store, holderIncrement('A', aLease, 'guarded')).catch(
-      () => undefined,
-    );
+    if (aLease) {
+      await recordedIncrement(history, world.store, holderIncrement('A', aLease, 'guarded')).catch(
+        () => undefined,
+      );
+    }
     await b.release();
-    await recordedRelease(history, 'A', aLease);
+    if (aLease) await recordedRelease(history, 'A', aLease);
     aLinks.release();
     await world.closeCoordinator(c);
     await world.closeCoordinator(a);

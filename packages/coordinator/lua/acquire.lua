@@ -4,11 +4,14 @@
 --
 -- KEYS[1]      incarnation key  `<prefix>:node:incarnation` (absent = this node restarted empty)
 -- KEYS[2]      floor            `<prefix>:node:floor` (what an absent register reads as; absent = 0)
--- KEYS[2i+1]   lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
--- KEYS[2i+2]   token register   `<prefix>:{<resource>}:token`, value `cur` as a decimal string (absent = floor)
--- ARGV[3i-2]   lease id (base64url, never contains '|')
--- ARGV[3i-1]   ttl in milliseconds (integer)
--- ARGV[3i]     proposed token t (canonical decimal string, 1 ..= 2^63-1)
+-- KEYS[3]      seal epoch       `<prefix>:node:seal` (absent = '')
+-- KEYS[4]      settings         `<prefix>:node:settings` (hash; field maxTtlMs bounds the ttl when present)
+-- KEYS[2i+3]   lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
+-- KEYS[2i+4]   token register   `<prefix>:{<resource>}:token`, value `cur` as a decimal string (absent = floor)
+-- ARGV[4i-3]   lease id (base64url, never contains '|')
+-- ARGV[4i-2]   ttl in milliseconds (integer)
+-- ARGV[4i-1]   proposed token t (canonical decimal string, 1 ..= 2^63-1)
+-- ARGV[4i]     the seal epoch the caller last saw for this node ('' for none)
 --
 -- Returns an array of n replies, the i-th for the i-th acquire:
 --   {1, 1}          GRANTED and PROMISED: the lease key now holds `<leaseId>|<t>` for ttl ms and cur is now t
@@ -18,6 +21,9 @@
 --   {3}             NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
 --   {4}             CORRUPT: the token register or the floor does not hold a decimal token; no vote.
 --   {7, message}    CALL_ERROR: this call raised a Redis error (see include/call-error.lua); no vote.
+--   {13, epoch}     SEALED: ARGV[4i] is not the node's seal epoch (a repair read this node since the caller
+--                   last looked); nothing written. The caller remembers `epoch` for its next round.
+--   {14, max}       TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing written.
 -- An argument count that does not match KEYS is an error reply (a caller bug, never a vote).
 --
 -- Tokens are compared as decimal strings (length, then digit by digit): Lua numbers are doubles and lose
@@ -25,18 +31,28 @@
 
 -- @include decimal-token
 -- @include lease-value
+-- @include seal
 -- @include call-error
 
-local n = (#KEYS - 2) / 2
-if n < 1 or n % 1 ~= 0 or #ARGV ~= 3 * n then
-  return redis.error_reply('ERR fenced acquire: expected 2 + 2n keys and 3n arguments')
+local n = (#KEYS - 4) / 2
+if n < 1 or n % 1 ~= 0 or #ARGV ~= 4 * n then
+  return redis.error_reply('ERR fenced acquire: expected 4 + 2n keys and 4n arguments')
 end
 
 local initialized = redis.call('EXISTS', KEYS[1]) == 1
+local epoch = seal_epoch(KEYS[3])
+local max_ttl = recorded_max_ttl(KEYS[4])
 
-local function acquire_one(lease_key, token_key, lease_id, ttl, proposal)
+local function acquire_one(lease_key, token_key, lease_id, ttl, proposal, caller_epoch)
   if not initialized then
     return {3}
+  end
+  -- The seal: a round that began before a repair read this node records nothing here (nodes/repair.ts).
+  if caller_epoch ~= epoch then
+    return {13, epoch}
+  end
+  if max_ttl ~= nil and tonumber(ttl) > max_ttl then
+    return {14, max_ttl}
   end
   local cur = read_register(token_key, KEYS[2])
   if cur == nil then
@@ -59,7 +75,8 @@ end
 
 local replies = {}
 for i = 1, n do
-  local ok, reply = pcall(acquire_one, KEYS[2 * i + 1], KEYS[2 * i + 2], ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i])
+  local ok, reply = pcall(acquire_one, KEYS[2 * i + 3], KEYS[2 * i + 4], ARGV[4 * i - 3], ARGV[4 * i - 2],
+    ARGV[4 * i - 1], ARGV[4 * i])
   replies[i] = ok and reply or call_error(reply)
 end
 return replies

@@ -5,13 +5,16 @@
 --
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
 -- KEYS[2]  init marks       `<prefix>:node:fresh`, a set of the initializing processes' nonces
+-- KEYS[3]  settings         `<prefix>:node:settings` (hash): the cluster's settings, recorded by 'init'
 -- ARGV[1]  'mark' (step 1), 'check' (step 2) or 'init' (step 3)
 -- ARGV[2]  nonce of this initialization
 -- ARGV[3]  'mark': how long the marks live, in milliseconds (integer); 'init': the new incarnation id;
 --          'check': unused ('')
+-- ARGV[4..] 'init': the cluster's settings as field/value pairs (nodes/cluster-settings.ts)
 --
 -- Returns
---   {1}   OK: 'mark' added our mark; 'check' found it; 'init' set the incarnation key and deleted the marks.
+--   {1}   OK: 'mark' added our mark; 'check' found it; 'init' recorded the settings, set the incarnation key and
+--         deleted the marks.
 --   {10}  INITIALIZED: the node holds its incarnation key (the cluster is not fresh, or another process
 --         initialized this node first); nothing was written.
 --   {12}  NO_INIT_MARK ('check', 'init'): our init mark is gone — the node restarted since step 1, or the marks
@@ -29,6 +32,9 @@ if redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 then
   return {12}
 end
 if ARGV[1] == 'init' then
+  for i = 4, #ARGV, 2 do
+    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+  end
   redis.call('SET', KEYS[1], ARGV[3])
   redis.call('DEL', KEYS[2])
 end

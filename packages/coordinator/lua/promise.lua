@@ -3,17 +3,21 @@
 --
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
 -- KEYS[2]  floor            `<prefix>:node:floor`
--- KEYS[3]  lease key        `<prefix>:{<resource>}:lease`
--- KEYS[4]  token register   `<prefix>:{<resource>}:token` (absent = floor)
+-- KEYS[3]  seal epoch       `<prefix>:node:seal` (absent = '')
+-- KEYS[4]  lease key        `<prefix>:{<resource>}:lease`
+-- KEYS[5]  token register   `<prefix>:{<resource>}:token` (absent = floor)
 -- ARGV[1]  lease id of the proposer
 -- ARGV[2]  proposed token t (canonical decimal string, 1 ..= 2^63-1)
+-- ARGV[3]  the seal epoch the caller last saw for this node ('' for none)
 --
 -- Returns
---   {1, cur}  PROMISED: t > cur, so cur is now t. If the lease key holds ARGV[1], its token part becomes t
---             (KEEPTTL) so extend and inspect report the token of this grant.
---   {5, cur}  REFUSED: t <= cur; cur (decimal string) is returned so the next proposal can go above it.
---   {3}       NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
---   {4}       CORRUPT: the token register or the floor does not hold a decimal token.
+--   {1, cur}    PROMISED: t > cur, so cur is now t. If the lease key holds ARGV[1], its token part becomes t
+--               (KEEPTTL) so extend and inspect report the token of this grant.
+--   {5, cur}    REFUSED: t <= cur; cur (decimal string) is returned so the next proposal can go above it.
+--   {3}         NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
+--   {4}         CORRUPT: the token register or the floor does not hold a decimal token.
+--   {13, epoch} SEALED: ARGV[3] is not the node's seal epoch (a repair read this node since the caller last
+--               looked); nothing written. The caller remembers `epoch` for its next round.
 --
 -- A node promises a value at most once (strictly increasing cur): that is what makes tokens unique.
 
@@ -23,8 +27,15 @@ end
 
 -- @include decimal-token
 -- @include lease-value
+-- @include seal
 
-local cur = read_register(KEYS[4], KEYS[2])
+-- The seal: a round that began before a repair read this node records nothing here (nodes/repair.ts).
+local epoch = seal_epoch(KEYS[3])
+if ARGV[3] ~= epoch then
+  return {13, epoch}
+end
+
+local cur = read_register(KEYS[5], KEYS[2])
 if cur == nil then
   return {4}
 end
@@ -32,11 +43,11 @@ end
 if not greater(ARGV[2], cur) then
   return {5, cur}
 end
-redis.call('SET', KEYS[4], ARGV[2])
+redis.call('SET', KEYS[5], ARGV[2])
 
-local value = redis.call('GET', KEYS[3])
+local value = redis.call('GET', KEYS[4])
 -- Only the holder's own lease value is rewritten; another holder's key is never touched.
 if value ~= false and lease_holder(value) == ARGV[1] then
-  redis.call('SET', KEYS[3], ARGV[1] .. '|' .. ARGV[2], 'KEEPTTL')
+  redis.call('SET', KEYS[4], ARGV[1] .. '|' .. ARGV[2], 'KEEPTTL')
 end
 return {1, ARGV[2]}

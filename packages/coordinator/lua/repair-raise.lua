@@ -1,15 +1,19 @@
--- repair-raise.lua: raises the floor and a batch of token registers of a node under repair (DESIGN §3, restart
--- repair, step 2), while the repair that started is still the one running.
+-- repair-raise.lua: raises the floor and a batch of token registers of a node under repair, and restores a batch
+-- of live leases (DESIGN §3, the sealed repair, step 3), while the repair that started is still the one running.
 --
--- KEYS[1]    repair marker    `<prefix>:node:repair`, value = the repair id
--- KEYS[2]    floor            `<prefix>:node:floor`
--- KEYS[2+i]  token register   `<prefix>:{<resource>}:token`                                     (i = 1 .. n, n >= 0)
--- ARGV[1]    repair id
--- ARGV[2]    the highest floor read from the sources (canonical decimal string, '0' for none)
--- ARGV[2+i]  the value for register i (canonical decimal string)
+-- KEYS[1]      repair marker    `<prefix>:node:repair`, value = the repair id
+-- KEYS[2]      floor            `<prefix>:node:floor`
+-- KEYS[2+i]    token register   `<prefix>:{<resource>}:token`                            (i = 1 .. r, r = ARGV[3])
+-- KEYS[2+r+j]  lease key        `<prefix>:{<resource>}:lease`                            (j = 1 .. l)
+-- ARGV[1]      repair id
+-- ARGV[2]      the highest floor read from the sources (canonical decimal string, '0' for none)
+-- ARGV[3]      r, the number of registers in this batch
+-- ARGV[3+i]    the value for register i (canonical decimal string)
+-- ARGV[2+r+2j] the value of lease j (`<leaseId>|<token>`), ARGV[3+r+2j] its remaining ttl in ms (positive)
 --
 -- Returns
---   {1}  RAISED: floor = max(floor, ARGV[2]) and each register = max(its value or the floor, ARGV[2+i]).
+--   {1}  RAISED: floor = max(floor, ARGV[2]); each register = max(its value or the floor, ARGV[3+i]); each lease
+--        key that is absent is set to its value for its remaining ttl (a lease already there is left alone).
 --   {4}  CORRUPT: the floor or a register holds something other than a decimal token; nothing more is written.
 --   {6}  NO_REPAIR_MARKER: the marker is gone or belongs to another repair (the node restarted again, or the
 --        marker expired and another process took over): nothing changed, the repair must start over.
@@ -20,8 +24,10 @@
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {6}
 end
-if #ARGV ~= #KEYS then
-  return redis.error_reply('ERR fenced repair-raise: expected as many arguments as keys')
+local r = tonumber(ARGV[3])
+local l = #KEYS - 2 - r
+if r == nil or l < 0 or #ARGV ~= 3 + r + 2 * l then
+  return redis.error_reply('ERR fenced repair-raise: expected 2 + r + l keys and 3 + r + 2l arguments')
 end
 local floor = read_floor(KEYS[2])
 if floor == nil then
@@ -30,13 +36,16 @@ end
 if ARGV[2] ~= '0' and greater(ARGV[2], floor) then
   redis.call('SET', KEYS[2], ARGV[2])
 end
-for i = 3, #KEYS do
-  local cur = read_register(KEYS[i], KEYS[2])
+for i = 1, r do
+  local cur = read_register(KEYS[2 + i], KEYS[2])
   if cur == nil then
     return {4}
   end
-  if greater(ARGV[i], cur) then
-    redis.call('SET', KEYS[i], ARGV[i])
+  if greater(ARGV[3 + i], cur) then
+    redis.call('SET', KEYS[2 + i], ARGV[3 + i])
   end
+end
+for j = 1, l do
+  redis.call('SET', KEYS[2 + r + j], ARGV[2 + r + 2 * j], 'PX', ARGV[3 + r + 2 * j], 'NX')
 end
 return {1}

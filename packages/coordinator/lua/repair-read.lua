@@ -1,24 +1,35 @@
--- repair-read.lua: reads one batch of token registers from a *source* node for the repair of another node
--- (DESIGN §3, restart repair, step 2), and verifies in the same atomic call that this source may be read.
+-- repair-read.lua: reads one batch of a *source* node for the repair of another node (DESIGN §3, the sealed
+-- repair, step 2), verifies in the same atomic call that this source may be read, and — on the first batch — seals
+-- it. nodes/repair.ts holds the safety argument.
 --
 -- A source must be initialized (it holds its incarnation key: it did not lose its state) and not under repair
 -- itself, checked here, atomically with the read: a cached "it votes" view is not evidence. Across batches the
 -- incarnation must stay the same, or the source restarted in between and its earlier batches mean nothing.
 --
+-- The seal: the first batch (ARGV[5] non-empty) replaces this node's seal epoch with ARGV[5] in the same atomic call
+-- that verifies the node and starts the read. Every promise-recording script (acquire.lua, promise.lua) refuses a
+-- call that carries another epoch, so no round that began before this moment records anything here afterwards:
+-- what this read returns (or a later batch, or the floor of the last batch) is final for every such round.
+--
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
 -- KEYS[2]  repair marker    `<prefix>:node:repair`
 -- KEYS[3]  floor            `<prefix>:node:floor`
+-- KEYS[4]  seal epoch       `<prefix>:node:seal`
+-- KEYS[5]  settings         `<prefix>:node:settings` (hash)
 -- ARGV[1]  SCAN cursor ('0' to start)
 -- ARGV[2]  SCAN COUNT hint (integer)
--- ARGV[3]  SCAN MATCH pattern of token registers (`<prefix>:{*}:token`, glob-escaped)
+-- ARGV[3]  SCAN MATCH pattern of resource keys (`<prefix>:{*`, glob-escaped): token registers and lease keys
 -- ARGV[4]  the incarnation read by the first batch ('' on the first batch)
+-- ARGV[5]  the new seal epoch (first batch), or '' (later batches: no seal)
 --
 -- Returns
---   {1, incarnation, next, floor, key1, value1, key2, value2, ...}
+--   {1, incarnation, next, floor, settings, registers, leases}
 --        READ: `next` is the SCAN cursor to continue from ('0' when done), `floor` this node's floor ('0' when
---        absent). Registers that hold anything but a decimal token are left out (the scripts refuse to vote on them).
---   {3}  NOT_INITIALIZED: no incarnation key: this node lost its state and must not be a source.
---   {8}  UNDER_REPAIR: a repair marker is present: this node must not be a source.
+--        absent), `settings` the settings hash as a flat field/value array, `registers` a flat array of
+--        key, value (only registers that hold a decimal token), `leases` a flat array of key, value, pttl (only
+--        lease keys with a positive remaining ttl).
+--   {3}  NOT_INITIALIZED: no incarnation key: this node lost its state and must not be a source. Not sealed.
+--   {8}  UNDER_REPAIR: a repair marker is present: this node must not be a source. Not sealed.
 --   {9}  INCARNATION_CHANGED: the incarnation differs from ARGV[4]: the node restarted during the read.
 --   {4}  CORRUPT: the floor holds something other than a decimal token.
 --
@@ -41,13 +52,28 @@ local floor = read_floor(KEYS[3])
 if floor == nil then
   return {4}
 end
+if ARGV[5] ~= '' then
+  redis.call('SET', KEYS[4], ARGV[5])
+end
 local scan = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[3], 'COUNT', ARGV[2])
-local reply = {1, incarnation, scan[1], floor}
+local registers = {}
+local leases = {}
 for _, key in ipairs(scan[2]) do
-  local value = redis.call('GET', key)
-  if is_token(value) then
-    reply[#reply + 1] = key
-    reply[#reply + 1] = value
+  local suffix = string.sub(key, -6)
+  if suffix == ':token' then
+    local value = redis.call('GET', key)
+    if is_token(value) then
+      registers[#registers + 1] = key
+      registers[#registers + 1] = value
+    end
+  elseif suffix == ':lease' then
+    local value = redis.call('GET', key)
+    local pttl = redis.call('PTTL', key)
+    if value ~= false and pttl > 0 then
+      leases[#leases + 1] = key
+      leases[#leases + 1] = value
+      leases[#leases + 1] = pttl
+    end
   end
 end
-return reply
+return {1, incarnation, scan[1], floor, redis.call('HGETALL', KEYS[5]), registers, leases}

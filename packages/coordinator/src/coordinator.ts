@@ -82,7 +82,14 @@ const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
 export class Coordinator extends EventEmitter<CoordinatorEvents> implements LeaseOperations {
   readonly quorum: number;
   readonly nodeCount: number;
-  readonly settings: Readonly<CoordinatorSettings>;
+
+  /**
+   * The settings this coordinator runs with: the options with defaults filled in, and — after `ready()` with
+   * `clusterSettings: 'adopt'` — the cluster's maxTtlMs recorded on the nodes.
+   */
+  get settings(): Readonly<CoordinatorSettings> {
+    return this.nodes.settings;
+  }
 
   private readonly nodes: NodeSet;
   private readonly proposer = new TokenProposer();
@@ -96,12 +103,12 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
 
   constructor(options: CoordinatorOptions) {
     super();
-    this.settings = resolveOptions(options);
+    const settings = resolveOptions(options);
     this.signer = createLeaseSigner(options.signingKey);
     const unsafeWarned = new Set<number>();
     this.nodes = new NodeSet(
       (options as { nodes?: unknown }).nodes,
-      this.settings,
+      settings,
       (i, operation, error) => this.reportNodeError(i, operation, error),
       this.closing.signal,
       (node, repair) =>
@@ -146,6 +153,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    * starts repairs of nodes that restarted empty). Every operation awaits it implicitly.
    * @throws UnsafeNodeError when a node fails the start-up checks (unless `unsafeAllowUnsafeNodes`), naming the
    *   node and the setting
+   * @throws ClusterSettingsError when this process's node count, or its maxTtlMs (unless `clusterSettings:
+   *   'adopt'`), differs from the cluster's settings recorded on the nodes, naming both values
    * @throws QuorumUnavailableError when fewer than a quorum of nodes may vote; the message names each node's
    *   problems. The coordinator keeps re-checking in the background, so a later call may succeed.
    * @throws CoordinatorClosedError after `close()`

@@ -29,3 +29,5 @@ export {
   UnsafeNodeError,
 } from './errors.js';
 export type { UnsafeNode } from './errors.js';
+export { ClusterSettingsError } from './nodes/cluster-settings.js';
+export type { ClusterSettingsMode } from './options.js';

@@ -11,6 +11,12 @@ import {
 import { driftMs } from './redlock/validity.js';
 import type { SigningKey } from './signing/lease-signer.js';
 
+/**
+ * What a process does when its maxTtlMs differs from the cluster's recorded one (nodes/cluster-settings.ts): refuse
+ * to start, or run with the recorded value.
+ */
+export type ClusterSettingsMode = 'require-match' | 'adopt';
+
 /** Options of {@link Coordinator}. Times are milliseconds. */
 export interface CoordinatorOptions {
   /**
@@ -59,11 +65,22 @@ export interface CoordinatorOptions {
    */
   minValidityMs?: number;
   /**
-   * Largest ttl accepted, and how long a node that restarted empty sits out before it votes again (the Redlock
-   * delayed-restart rule). Keep it the same in every process sharing the nodes.
+   * Largest ttl accepted. It is one of the cluster's settings recorded on the nodes (nodes/cluster-settings.ts): a
+   * fresh cluster records it, the nodes refuse an acquire or extend above the recorded value, and `ready()` refuses
+   * to start when this differs from the recorded value (see `clusterSettings`; change the cluster's with
+   * `fenced-coordinator settings set max-ttl`). No token guarantee depends on it: a node that restarted empty is
+   * repaired without any wait (the sealed repair).
    * @defaultValue `3_600_000` (one hour)
    */
   maxTtlMs?: number;
+  /**
+   * What `ready()` does when `maxTtlMs` differs from the cluster's maxTtlMs recorded on the nodes:
+   * `'require-match'` refuses to start with a ClusterSettingsError naming both values; `'adopt'` runs with the
+   * recorded value instead (and `tokenRetentionMs` at least that). A node count that differs from the recorded one
+   * is refused either way: processes that count different nodes break the token guarantees.
+   * @defaultValue `'require-match'`
+   */
+  clusterSettings?: ClusterSettingsMode;
   /**
    * How long a resource's token register stays on a node after its last use (no live lease, not read or written)
    * before it is folded into the node's floor (DESIGN §3). Folding keeps tokens unique and increasing — an absent
@@ -100,6 +117,7 @@ export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
   retryJitterMs: 50,
   minValidityMs: 10,
   maxTtlMs: 3_600_000,
+  clusterSettings: 'require-match',
   unsafeAllowUnsafeNodes: false,
 } satisfies Omit<CoordinatorSettings, 'tokenRetentionMs'>);
 
@@ -138,6 +156,7 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
       merged.tokenRetentionMs ?? Math.min(2 * maxTtlMs, MAX_TIMER_MS),
       { min: maxTtlMs, max: MAX_TIMER_MS },
     ),
+    clusterSettings: clusterSettingsMode(merged.clusterSettings),
     unsafeAllowUnsafeNodes: assertBoolean('unsafeAllowUnsafeNodes', merged.unsafeAllowUnsafeNodes),
   };
   if (settings.maxTtlMs < smallestUsableTtlMs(settings)) {
@@ -146,6 +165,13 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
     );
   }
   return Object.freeze(settings);
+}
+
+function clusterSettingsMode(value: unknown): ClusterSettingsMode {
+  if (value === 'require-match' || value === 'adopt') return value;
+  throw new InvalidRequestError(
+    `clusterSettings must be 'require-match' or 'adopt', got ${JSON.stringify(value) ?? String(value)} (${typeof value})`,
+  );
 }
 
 /**

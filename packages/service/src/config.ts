@@ -28,8 +28,13 @@ export interface ServiceConfig {
   readonly healthAuth: HealthAuth;
   /** `FENCED_MIN_TTL_MS`. */
   readonly minTtlMs: number;
-  /** `FENCED_MAX_TTL_MS`: also the coordinator's `maxTtlMs` (the restart sit-out). */
+  /** `FENCED_MAX_TTL_MS`: also the coordinator's `maxTtlMs` (must match the cluster's recorded one). */
   readonly maxTtlMs: number;
+  /**
+   * `FENCED_CLUSTER_SETTINGS`: the coordinator's `clusterSettings`, when set — `require-match` (refuse to start when
+   * FENCED_MAX_TTL_MS differs from the cluster's maxTtlMs recorded on the nodes) or `adopt` (run with the recorded).
+   */
+  readonly clusterSettings: 'require-match' | 'adopt' | undefined;
   /** `FENCED_MAX_WAIT_MS`. */
   readonly maxWaitMs: number;
   /** `FENCED_BODY_LIMIT_BYTES`. */
@@ -203,6 +208,9 @@ export const ENV_SCHEMA = z.object({
       .optional(),
   ),
   FENCED_NODE_TIMEOUT_MS: integer(1, 60_000),
+  FENCED_CLUSTER_SETTINGS: optional.pipe(
+    z.enum(['require-match', 'adopt'], { error: "must be 'require-match' or 'adopt'" }).optional(),
+  ),
   FENCED_TOKEN_RETENTION_MS: integer(1, 2_147_483_647),
   FENCED_LOG_LEVEL: optional.pipe(
     z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
@@ -266,6 +274,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
         : e.FENCED_UNSAFE_ALLOW_UNSAFE_NODES === 'true' || e.FENCED_UNSAFE_ALLOW_UNSAFE_NODES === '1',
     keyPrefix: e.FENCED_KEY_PREFIX,
     nodeTimeoutMs: e.FENCED_NODE_TIMEOUT_MS,
+    clusterSettings: e.FENCED_CLUSTER_SETTINGS,
     tokenRetentionMs: e.FENCED_TOKEN_RETENTION_MS,
     logLevel: e.FENCED_LOG_LEVEL ?? d.logLevel,
     accessLogLevel: e.FENCED_ACCESS_LOG_LEVEL ?? d.accessLogLevel,

@@ -5,7 +5,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { checkExposure, loadConfig, type ServiceConfig } from './config.js';
-import { Coordinator, UnsafeNodeError } from '@fenced/coordinator';
+import { ClusterSettingsError, Coordinator, UnsafeNodeError } from '@fenced/coordinator';
 import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
 import { createServiceLogger } from './http/service-logger.js';
@@ -65,6 +65,7 @@ export async function startServer(
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
     ...(config.keyPrefix !== undefined ? { keyPrefix: config.keyPrefix } : {}),
     ...(config.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: config.nodeTimeoutMs } : {}),
+    ...(config.clusterSettings !== undefined ? { clusterSettings: config.clusterSettings } : {}),
     ...(config.tokenRetentionMs !== undefined ? { tokenRetentionMs: config.tokenRetentionMs } : {}),
     ...(config.signingKey !== undefined ? { signingKey: config.signingKey } : {}),
   });
@@ -193,8 +194,13 @@ async function untilReady(coordinator: Coordinator, timeoutMs: number, logger: L
       await coordinator.ready();
       return;
     } catch (error) {
-      // An unsafe node does not fix itself: refuse at once, naming the node and the setting.
-      if (error instanceof UnsafeNodeError || performance.now() + 500 > deadline) throw error;
+      // An unsafe node, or settings that differ from the cluster's, do not fix themselves: refuse at once.
+      if (
+        error instanceof UnsafeNodeError ||
+        error instanceof ClusterSettingsError ||
+        performance.now() + 500 > deadline
+      )
+        throw error;
       logger.warn({ err: safeError(error) }, 'waiting for a quorum of voting Redis nodes');
       await new Promise((resolve) => setTimeout(resolve, 500));
     }

@@ -19,7 +19,7 @@ export const LOG_LEVELS = [
 export interface RequestLimits {
   /** Smallest `ttlMs` accepted: below it drift and round trips leave no useful validity. */
   minTtlMs: number;
-  /** Largest `ttlMs` accepted (also the coordinator's `maxTtlMs`, the restart sit-out). */
+  /** Largest `ttlMs` accepted (also the coordinator's `maxTtlMs`, which must match the cluster's recorded one). */
   maxTtlMs: number;
   /** Largest `waitMs` accepted: how long one acquire request may wait on the server. */
   maxWaitMs: number;

@@ -125,7 +125,7 @@ export class RedisNode {
     await this.kill();
     if (options) this.options = { ...this.options, ...options, port: this.port };
     if (!keepData) {
-      await fs.rm(this.dataDir, { recursive: true, force: true });
+      await fs.rm(this.dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
       await fs.mkdir(this.dataDir, { recursive: true });
     }
     await this.spawn();
@@ -144,7 +144,9 @@ export class RedisNode {
   async stop(): Promise<void> {
     await this.kill();
     this.child = null;
-    await fs.rm(this.dataDir, { recursive: true, force: true });
+    // An AOF rewrite's forked child can outlive the server by a moment and still write its temp file: retried on
+    // ENOTEMPTY instead of failing the run.
+    await fs.rm(this.dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
 

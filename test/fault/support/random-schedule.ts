@@ -5,6 +5,8 @@ import { seedRegistersAhead, unique, type FaultWorld } from './fault-world.js';
 import { judge, sleep, type Verdict } from './verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './workload.js';
 import { seededRandom } from '@fenced/test-utils/seeded-random';
+import type { ClockShim } from '@fenced/test-utils/clock-shim';
+import { Redis } from 'ioredis';
 
 export type FaultStep =
   | { readonly kind: 'pause-node'; readonly node: number; readonly forMs: number }
@@ -24,7 +26,16 @@ export type FaultStep =
    */
   | { readonly kind: 'hold-client'; readonly client: number; readonly forMs: number }
   /** Resets a client's Postgres connections mid-transaction: outcomes become unknown, retried by op id (G5). */
-  | { readonly kind: 'reset-client-db'; readonly client: number };
+  | { readonly kind: 'reset-client-db'; readonly client: number }
+  /** FLUSHALL on a node: it loses every key, its incarnation key among them, while it keeps running (F24). */
+  | { readonly kind: 'flush-node'; readonly node: number }
+  /** A node's clock (its clock shim) jumps by `byMs` for `forMs`, then back: its lease keys expire early or late. */
+  | {
+      readonly kind: 'skew-node-clock';
+      readonly node: number;
+      readonly byMs: number;
+      readonly forMs: number;
+    };
 
 export interface ScheduledStep {
   readonly atMs: number;
@@ -36,6 +47,12 @@ export interface ScheduleOptions {
   readonly durationMs: number;
   readonly nodes: number;
   readonly clients: number;
+  /**
+   * The soak's nemesis: also flushes, node clock jumps, and empty restarts and flushes as often as any other node
+   * fault (a repair takes no wait, so a node that lost its state is back within a second or two).
+   * @defaultValue false
+   */
+  readonly extended?: boolean;
 }
 
 /**
@@ -55,12 +72,30 @@ export function planSchedule(options: ScheduleOptions): ScheduledStep[] {
     const disturbed = options.nodes - free.length;
     const roll = random();
     const node = free[int(0, Math.max(0, free.length - 1))];
+    if (options.extended === true && roll < 0.45 && node !== undefined && disturbed < 2) {
+      const pick = random();
+      if (pick < 0.2) {
+        busyUntil.set(node, at + 2_000);
+        steps.push({ atMs: at, step: { kind: 'restart-node-empty', node } });
+      } else if (pick < 0.4) {
+        busyUntil.set(node, at + 2_000);
+        steps.push({ atMs: at, step: { kind: 'flush-node', node } });
+      } else if (pick < 0.6) {
+        busyUntil.set(node, at + forMs);
+        const byMs = random() < 0.5 ? int(500, 5_000) : -int(500, 5_000);
+        steps.push({ atMs: at, step: { kind: 'skew-node-clock', node, byMs, forMs } });
+      } else {
+        busyUntil.set(node, at + forMs);
+        steps.push({ atMs: at, step: { kind: pick < 0.8 ? 'pause-node' : 'kill-node', node, forMs } });
+      }
+      continue;
+    }
     if (roll < 0.45 && node !== undefined && disturbed < 2) {
       const kind =
         roll < 0.2 ? 'pause-node' : roll < 0.4 || emptyRestarts > 0 ? 'kill-node' : 'restart-node-empty';
       if (kind === 'restart-node-empty') {
         emptyRestarts++;
-        busyUntil.set(node, at + 6_000); // it sits out a repair before it votes again
+        busyUntil.set(node, at + 6_000);
         steps.push({ atMs: at, step: { kind, node } });
       } else {
         busyUntil.set(node, at + forMs);
@@ -91,7 +126,10 @@ export function describeStep({ atMs, step }: ScheduledStep): string {
     case 'kill-node':
       return `${at} ${step.kind} ${step.node} for ${step.forMs} ms`;
     case 'restart-node-empty':
+    case 'flush-node':
       return `${at} ${step.kind} ${step.node}`;
+    case 'skew-node-clock':
+      return `${at} ${step.kind} ${step.node} by ${step.byMs} ms for ${step.forMs} ms`;
     case 'partition-client':
       return `${at} cut client ${step.client} from nodes ${step.nodes.join(',')} for ${step.forMs} ms`;
     case 'delay-client':
@@ -109,6 +147,11 @@ export interface RandomRunOptions {
   readonly clients?: number;
   /** Called about once a second with counts so far (the soak's progress display). */
   readonly onProgress?: (progress: RandomRunProgress) => void;
+  /**
+   * The soak's nemesis (see ScheduleOptions.extended), with every node's clock shim (the world's nodes run with
+   * them), clients whose coordinators have two different node timeouts, and folding into the floor every second.
+   */
+  readonly extended?: { readonly nodeClocks: readonly ClockShim[] };
 }
 
 export interface RandomRunProgress {
@@ -127,6 +170,8 @@ export interface RandomRunResult {
   readonly resource: string;
   /** The value the counter's token registers were seeded with (above every client's time floor). */
   readonly seeded: bigint;
+  /** Flushes and empty restarts skipped because another node had lost its state and was not repaired yet. */
+  readonly skippedLosses: number;
 }
 
 interface ClientLinks {
@@ -149,17 +194,21 @@ export async function runRandomSchedule(
     durationMs: options.durationMs,
     nodes: world.redis.nodes.length,
     clients: clientCount,
+    extended: options.extended !== undefined,
   });
   const resource = unique(`random-${options.seed}`);
   await world.ensureCounter(resource);
   // Every client shares this machine's clock, so the proposal's time floor alone would lift each later token
   // above each earlier one. Registers far above the floor make every token come from the quorum registers
   // (DESIGN §7): a register that went backwards — an empty restart repaired wrongly — shows in the tokens.
-  const seeded = await seedRegistersAhead(await world.connectedClients(world.urls), resource);
+  // Short-lived clients (a soak runs for hours: a client kept per run would pile up).
+  const seeded = await withClients(world.urls, (clients) => seedRegistersAhead(clients, resource));
   const history = new History();
   const links: ClientLinks[] = [];
   const clients: WorkloadClient[] = [];
   const random = seededRandom(options.seed ^ 0x5bd1e995);
+  /** State losses skipped because another node had not been repaired yet. */
+  let skipped = 0;
   try {
     for (let i = 0; i < clientCount; i++) {
       const redis = await proxyEach(world.urls);
@@ -167,7 +216,14 @@ export async function runRandomSchedule(
       links.push({ redis, postgres });
       const store = world.anotherStore({ connectionString: postgres.url, maxConnections: 2 });
       await store.read((trx) => readCounter(trx, resource));
-      const coordinator = world.coordinator({ nodes: redis.urls });
+      // The extended nemesis: half the clients wait up to 2 s for a node, the others 400 ms; registers idle for
+      // 3 s are folded into the floor (every coordinator runs fold passes).
+      const coordinator = world.coordinator({
+        nodes: redis.urls,
+        ...(options.extended !== undefined
+          ? { nodeTimeoutMs: i % 2 === 0 ? 400 : 2_000, tokenRetentionMs: 3_000 }
+          : {}),
+      });
       await coordinator.ready();
       clients.push({ name: `W${i}`, coordinator, store });
     }
@@ -180,7 +236,7 @@ export async function runRandomSchedule(
     const fault = async (step: FaultStep): Promise<void> => {
       active++;
       try {
-        await apply(world, links, step);
+        if (!(await apply(world, links, step, options.extended?.nodeClocks))) skipped++;
       } finally {
         active--;
       }
@@ -229,35 +285,60 @@ export async function runRandomSchedule(
     for (const client of clients) await world.closeCoordinator(client.coordinator);
     await Promise.allSettled(links.flatMap((l) => [l.redis.stop(), l.postgres.stop()]));
   }
-  return { verdict: await judge(world, history, [resource]), schedule, history, resource, seeded };
+  return {
+    verdict: await judge(world, history, [resource]),
+    schedule,
+    history,
+    resource,
+    seeded,
+    skippedLosses: skipped,
+  };
 }
 
 /** Applies one fault and undoes it after its duration. */
-async function apply(world: FaultWorld, links: readonly ClientLinks[], step: FaultStep): Promise<void> {
+async function apply(
+  world: FaultWorld,
+  links: readonly ClientLinks[],
+  step: FaultStep,
+  nodeClocks: readonly ClockShim[] | undefined,
+): Promise<boolean> {
   switch (step.kind) {
+    case 'flush-node':
+      if (await anotherNodeLostItsState(world, step.node)) return false;
+      await withClients([world.urls[step.node]!], ([client]) => client!.flushall());
+      return true;
+    case 'skew-node-clock': {
+      const clock = nodeClocks?.[step.node];
+      if (clock === undefined) return true;
+      await clock.jump(step.byMs);
+      await sleep(step.forMs);
+      await clock.reset();
+      return true;
+    }
     case 'pause-node': {
       const node = world.redis.nodes[step.node]!;
       node.pause();
       await sleep(step.forMs);
       node.resume();
-      return;
+      return true;
     }
     case 'kill-node': {
       const node = world.redis.nodes[step.node]!;
       await node.kill();
       await sleep(step.forMs);
       await node.restart({ keepData: true });
-      return;
+      return true;
     }
     case 'restart-node-empty':
+      if (await anotherNodeLostItsState(world, step.node)) return false;
       await world.redis.nodes[step.node]!.restart({ keepData: false });
-      return;
+      return true;
     case 'partition-client': {
       const client = links[step.client]!;
       for (const n of step.nodes) client.redis.proxies[n]!.setMode('blackhole');
       await sleep(step.forMs);
       for (const n of step.nodes) client.redis.proxies[n]!.release();
-      return;
+      return true;
     }
     case 'delay-client': {
       const client = links[step.client]!;
@@ -266,7 +347,7 @@ async function apply(world: FaultWorld, links: readonly ClientLinks[], step: Fau
       await sleep(step.forMs);
       client.redis.release();
       client.postgres.release();
-      return;
+      return true;
     }
     case 'hold-client': {
       const client = links[step.client]!;
@@ -275,15 +356,46 @@ async function apply(world: FaultWorld, links: readonly ClientLinks[], step: Fau
       await sleep(step.forMs);
       client.redis.release();
       client.postgres.release();
-      return;
+      return true;
     }
     case 'reset-client-db': {
       const client = links[step.client]!;
       client.postgres.setMode('reset');
       await sleep(50);
       client.postgres.release();
-      return;
+      return true;
     }
+  }
+}
+
+/**
+ * Whether a node other than `node` is without its incarnation key right now (lost its state, not repaired yet): a
+ * second loss then is skipped. Two nodes of five without state at once is the most any quorum protocol survives,
+ * and a third fault (a pause, a kill) on top could leave too few sources for either repair — the nemesis tests
+ * safety within the failure model, not a cluster that lost a majority's state.
+ */
+async function anotherNodeLostItsState(world: FaultWorld, node: number): Promise<boolean> {
+  const others = world.urls.filter((_, i) => i !== node);
+  return withClients(others, async (clients) => {
+    const found = await Promise.all(
+      clients.map((c) =>
+        c.exists('fenced:node:incarnation').then(
+          (n) => n === 0,
+          () => false,
+        ),
+      ),
+    );
+    return found.some(Boolean);
+  });
+}
+
+/** Runs `fn` with a client per URL, connected, and closes them after. */
+async function withClients<T>(urls: readonly string[], fn: (clients: Redis[]) => Promise<T>): Promise<T> {
+  const clients = urls.map((url) => new Redis(url, { maxRetriesPerRequest: 3 }).on('error', () => undefined));
+  try {
+    return await fn(clients);
+  } finally {
+    for (const client of clients) client.disconnect();
   }
 }
 

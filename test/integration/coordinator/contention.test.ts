@@ -166,13 +166,22 @@ describe('contention', () => {
     const { loadScripts, runScript } = await import('../../../packages/coordinator/src/scripts/scripts.js');
     await loadScripts(client);
     await client.set(leaseKey(resource), 'attempt-id-0123456789|5', 'PX', 30_000);
-    const keys = [nodeKeysOf().incarnation, nodeKeysOf().floor, leaseKey(resource), keysOf(resource).token];
-    const mine = await runScript(client, 'acquire', keys, ['attempt-id-0123456789', 5_000, '100']);
+    const keys = [
+      'fenced:node:incarnation',
+      'fenced:node:floor',
+      'fenced:node:seal',
+      'fenced:node:settings',
+      leaseKey(resource),
+      `fenced:{${resource}}:token`,
+    ];
+    const epoch = (await client.get('fenced:node:seal')) ?? '';
+    const mine = await runScript(client, 'acquire', keys, ['attempt-id-0123456789', 5_000, '100', epoch]);
     expect(mine).toEqual([[1, 1]]);
     const [theirs] = (await runScript(client, 'acquire', keys, [
       'other-id-0123456789ab',
       5_000,
       '101',
+      epoch,
     ])) as unknown[][];
     expect(theirs![0]).toBe(2);
     await client.del(leaseKey(resource));

@@ -59,6 +59,8 @@ describe('coordinator errors', () => {
     const port = await freePort();
     const coordinator = new Coordinator({
       nodes: [...env.urls, `redis://127.0.0.1:${port}`, `redis://127.0.0.1:${await freePort()}`],
+      // Five nodes over three that already hold a three-node cluster: another cluster (another prefix).
+      keyPrefix: 'five-nodes',
     });
     try {
       const status = await coordinator.nodeStatus();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Coordinator } from '@fenced/coordinator';
@@ -178,7 +179,9 @@ describe('start-up checks', () => {
 
 describe('a node restarted empty', () => {
   it('does not vote until it is repaired, then holds every register at least as high as before', async () => {
-    const c = coordinator({ maxTtlMs: 1_000, nodeTimeoutMs: 500 });
+    // Its own namespace: the default one records the default maxTtlMs (the cluster's settings).
+    const keyPrefix = `restart-${randomUUID()}`;
+    const c = coordinator({ maxTtlMs: 1_000, nodeTimeoutMs: 500, keyPrefix });
     const resource = unique('restart-empty');
     let last = 0n;
     for (let i = 0; i < 3; i++) {
@@ -196,7 +199,7 @@ describe('a node restarted empty', () => {
       expect(status.voting).toBe(false);
       expect(status.problems.join('\n')).toMatch(/restarted empty/);
       // The node itself refuses to vote: every script checks the incarnation key.
-      expect(await direct.exists(nodeKeysOf().incarnation)).toBe(0);
+      expect(await direct.exists(`${keyPrefix}:node:incarnation`)).toBe(0);
 
       // The other four still grant, with larger tokens.
       const during = await c.acquire(resource, { ttlMs: 1_000 });
@@ -206,8 +209,8 @@ describe('a node restarted empty', () => {
 
       await c.repairNode(1);
       expect((await c.nodeStatus())[1]).toMatchObject({ voting: true, problems: [] });
-      expect(await direct.exists(nodeKeysOf().incarnation)).toBe(1);
-      const copied = await direct.get(keysOf(resource).token);
+      expect(await direct.exists(`${keyPrefix}:node:incarnation`)).toBe(1);
+      const copied = await direct.get(`${keyPrefix}:{${resource}}:token`);
       expect(copied).not.toBeNull();
       // The repair read N - quorum + 1 nodes when it started: at least every token granted before the restart.
       // (Grants made while the node abstained live on majorities without it.)

@@ -10,9 +10,9 @@ import { leaseKey, lockTtl, lockValue, storedToken } from './redlock-fixture.js'
 // commented with what fenced changes and why; the cluster variant of the original is not ported (fenced nodes are
 // standalone masters, DESIGN §3).
 
-// Adapted: redlock's tests lock for Math.floor(Number.MAX_SAFE_INTEGER / 10) ms and check the key's PTTL against
-// it. fenced grants such a lock as a lease of at most `maxTtlMs` that it keeps extending (tested below), so the
-// PTTL checks here use locks of a minute, below `maxTtlMs`.
+// Adapted: redlock's tests lock for Math.floor(Number.MAX_SAFE_INTEGER / 10) ms. fenced caps a lease at
+// `maxTtlMs` (one hour by default; recorded on the nodes as the cluster's) and refuses longer
+// ones with InvalidRequestError, so the long-lived locks here last a minute.
 const LONG = 60_000;
 
 /**

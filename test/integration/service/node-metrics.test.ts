@@ -10,7 +10,7 @@ let service: TestService;
 
 beforeAll(async () => {
   env = await startRedisNodes(3);
-  // A short max ttl: a repair sits out this long before it copies registers.
+  // A short max ttl (the cluster's recorded one; a repair waits on nothing).
   service = await startTestService(env.urls, { FENCED_MAX_TTL_MS: '2000' });
 });
 

@@ -90,7 +90,7 @@ describe('node state changes: service log lines and the fenced:node channel', ()
     const urls = [redis.urls[0]!, redis.urls[1]!, `redis://127.0.0.1:${pgPort}`];
     const start = published.length;
     // Nodes 0 and 1 initialized under this key prefix (all three are, once): two of three vote, the service starts.
-    const init = new Coordinator({ nodes: redis.urls, keyPrefix: PREFIX });
+    const init = new Coordinator({ nodes: redis.urls, keyPrefix: PREFIX, clusterSettings: 'adopt' });
     await init.ready();
     await init.close();
     const service = await startTestService(urls, { FENCED_KEY_PREFIX: PREFIX });
@@ -118,7 +118,7 @@ describe('node state changes: service log lines and the fenced:node channel', ()
     const onWarning = (warning: Error): void => void warnings.push(warning);
     process.on('warning', onWarning);
     await redis.nodes[1]!.restart({ keepData: true, options: { persistence: 'none' } });
-    const coordinator = new Coordinator({ nodes: redis.urls, keyPrefix: PREFIX });
+    const coordinator = new Coordinator({ nodes: redis.urls, keyPrefix: PREFIX, clusterSettings: 'adopt' });
     try {
       await expect(coordinator.ready()).rejects.toMatchObject({ code: 'UNSAFE_NODE' });
       await coordinator.nodeStatus();
@@ -129,7 +129,7 @@ describe('node state changes: service log lines and the fenced:node channel', ()
 
       // With a listener, the listener hears it and nothing is written to the process warnings.
       const listened: NodeStateEvent[] = [];
-      const second = new Coordinator({ nodes: redis.urls, keyPrefix: PREFIX });
+      const second = new Coordinator({ nodes: redis.urls, keyPrefix: PREFIX, clusterSettings: 'adopt' });
       second.on('nodeState', (event) => listened.push(event));
       await second.ready().catch(() => undefined);
       await second.close();

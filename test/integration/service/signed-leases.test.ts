@@ -45,7 +45,12 @@ describe('signed leases', () => {
   });
 
   it('library: every lease carries a proof for its resource, token and id; extend keeps it', async () => {
-    const coordinator = new Coordinator({ nodes: redis.urls, signingKey: { id: 'svc-1', privateKey: pem } });
+    // The service on these nodes records its maxTtlMs (300 000 by default) as the cluster's: run with it.
+    const coordinator = new Coordinator({
+      nodes: redis.urls,
+      clusterSettings: 'adopt',
+      signingKey: { id: 'svc-1', privateKey: pem },
+    });
     try {
       const lease = await coordinator.acquire(unique('lib'), { ttlMs: 5_000 });
       expect(lease.proof).toMatch(PROOF_PATTERN);
@@ -63,7 +68,7 @@ describe('signed leases', () => {
   });
 
   it('library: without a signing key a lease has no proof (the default)', async () => {
-    const coordinator = new Coordinator({ nodes: redis.urls });
+    const coordinator = new Coordinator({ nodes: redis.urls, clusterSettings: 'adopt' });
     try {
       const lease = await coordinator.acquire(unique('lib-off'), { ttlMs: 5_000 });
       expect(lease.proof).toBeUndefined();

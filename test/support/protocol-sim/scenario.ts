@@ -5,6 +5,11 @@
  * G2 run after every event: tokens are unique, and a grant that completed before another started has the smaller
  * token.
  *
+ * Processes need not agree on anything but the nodes: each client has its own ttl, maxTtlMs and nodeTimeoutMs, and
+ * its own clock (timers running slow, a monotonic clock that jumps); the repairers have theirs. The repair's read
+ * spans several batches (other resources' registers are seeded, and a batch holds one key), and every other event
+ * — a promise, a fold, a node losing its state, another repair — may fall between two batches.
+ *
  * Clients' wall clocks are skewed (the proposal's time-derived first guess uses them), so the checker sees what the
  * protocol alone guarantees: a client an hour behind proposes tokens far below the others', and only the
  * registers' promises can lift its token above an earlier grant's.
@@ -25,7 +30,7 @@ import {
 } from '../../../packages/coordinator/src/nodes/repair.js';
 import { TokenProposer } from '../../../packages/coordinator/src/tokens/proposal.js';
 import { SimNodeModel } from './sim-node.js';
-import { SimNode, SimWorld, type Chooser, type LinkChoices } from './sim-world.js';
+import { SimNode, SimWorld, type Chooser, type LinkChoices, type ProcessClock } from './sim-world.js';
 
 /** Wall-clock origin of the simulation: late 2026, so the time-derived guesses are realistic (~2^60.6). */
 const EPOCH_MS = 1_795_000_000_000;
@@ -35,9 +40,14 @@ export const HOUR_MS = 3_600_000;
 export type RepairVariant =
   /** nodes/repair.ts as shipped. */
   | 'real'
-  /** The old order: read the sources and copy at once, then sit out (F19's bug). */
-  | 'copy-before-sit-out'
-  /** The real order, but sources picked from a cached view and read without checking they are initialized (F22). */
+  /** nodes/repair.ts as shipped, but the nodes ignore seal epochs (the seal is off). */
+  | 'seal-off'
+  /**
+   * The repair before the seal: claim, sit out the repairer's maxTtlMs + drift on the repairer's clock, then read
+   * verified sources (no seal), copy, finish. Safe only while every process's grant window fits in that wait.
+   */
+  | 'sit-out-only'
+  /** The real repair, but sources picked from a cached view and read without checking they are initialized (F22). */
   | 'unverified-sources'
   /** No repair at all: the node is initialized again at once, as if nothing had happened (detection off). */
   | 'reinitialize-at-once';
@@ -50,6 +60,18 @@ export interface ClientSpec {
   readonly startsMs: readonly number[];
   /** Release a granted lease this long after the grant; undefined: keep it until it expires. */
   readonly releaseAfterMs?: number;
+  /** This client's ttl, maxTtlMs and nodeTimeoutMs. @defaultValue the spec's ttlMs and maxTtlMs, nodeTimeoutMs = ttlMs */
+  readonly ttlMs?: number;
+  readonly maxTtlMs?: number;
+  readonly nodeTimeoutMs?: number;
+  /** This client's monotonic clock and timers. @defaultValue true time */
+  readonly clock?: ProcessClock;
+  /**
+   * Before each attempt, the client learns every initialized node's current seal epoch, as a process does when it
+   * probes the nodes (at start-up, and in its background re-check). @defaultValue false: it learns an epoch only from
+   * a SEALED reply
+   */
+  readonly probes?: boolean;
 }
 
 export interface ScenarioSpec {
@@ -57,6 +79,10 @@ export interface ScenarioSpec {
   readonly ttlMs: number;
   readonly maxTtlMs: number;
   readonly clients: readonly ClientSpec[];
+  /** The repairers' maxTtlMs and clock (the sit-out-only control waits on them). @defaultValue the spec's, true time */
+  readonly repairer?: { readonly maxTtlMs?: number; readonly clock?: ProcessClock };
+  /** Idle resources whose registers are seeded on every node, so a repair's read spans several batches. */
+  readonly fillerResources?: number;
   /** Node `node` loses its state at `atMs`; repairers start `repairDelaysMs` after it (one process each). */
   readonly amnesias: readonly { node: number; atMs: number; repairDelaysMs: readonly number[] }[];
   /** At `atMs`, node `node` folds the resource's register into its floor (if it has no live lease). */
@@ -92,7 +118,8 @@ const KEYS = resourceKeys('fenced', RESOURCE);
 export const SIM_REPAIR_TIMING: RepairTiming = {
   markerTtlMs: 3_000,
   waitPollMs: 400,
-  batchSize: 2,
+  // One key per batch: a read of a source takes one batch per register and lease, and anything may happen between.
+  batchSize: 1,
   triesPerBatch: 3,
   maxRestarts: 3,
 };
@@ -127,14 +154,15 @@ export async function runScenario(
   const models = Array.from({ length: spec.nodes }, (_, i) => new SimNodeModel(i, () => world.time));
   for (const model of models) {
     model.state.incarnation = 'incarnation-0';
+    model.sealsEnforced = spec.repair !== 'seal-off';
     if (spec.seededRegister > 0n) model.state.registers.set(KEYS.token, spec.seededRegister);
+    for (let i = 0; i < (spec.fillerResources ?? 0); i++) {
+      model.state.registers.set(resourceKeys('fenced', `filler-${i}`).token, 1_000n + BigInt(i));
+    }
   }
-  const settings: Readonly<CoordinatorSettings> = resolveOptions({
-    nodes: ['redis://sim'],
-    maxTtlMs: spec.maxTtlMs,
-    nodeTimeoutMs: spec.ttlMs,
-    retryJitterMs: 0,
-  });
+  const settingsOf = (maxTtlMs: number, nodeTimeoutMs: number): Readonly<CoordinatorSettings> =>
+    resolveOptions({ nodes: ['redis://sim'], maxTtlMs, nodeTimeoutMs, retryJitterMs: 0 });
+  const repairerSettings = settingsOf(spec.repairer?.maxTtlMs ?? spec.maxTtlMs, spec.ttlMs);
   const quorum = quorumOf(spec.nodes);
   const grants: Grant[] = [];
   let violation: string | null = null;
@@ -143,11 +171,14 @@ export async function runScenario(
   let ids = 0;
   const newId = (): string => `id-${ids++}`;
 
-  const contextFor = (caller: string): ProtocolContext => ({
-    nodes: models.map((model) => new SimNode(world, model, caller)),
+  const contextFor = (caller: string, client: ClientSpec): ProtocolContext => ({
+    nodes: models.map((model) => new SimNode(world, model, caller, client.clock?.timerScale)),
     quorum,
-    settings,
-    clock: world.clock(),
+    settings: settingsOf(
+      client.maxTtlMs ?? spec.maxTtlMs,
+      client.nodeTimeoutMs ?? client.ttlMs ?? spec.ttlMs,
+    ),
+    clock: world.clock(client.clock),
     // Every client asks every node: the scripts themselves refuse to vote without an incarnation key, so a stale
     // "it votes" view can only cost a vote, never count an empty node's.
     isVoting: () => true,
@@ -156,11 +187,17 @@ export async function runScenario(
   });
 
   for (const client of spec.clients) {
-    const context = contextFor(client.name);
+    const context = contextFor(client.name, client);
+    const ttlMs = client.ttlMs ?? spec.ttlMs;
     const proposer = new TokenProposer(() => EPOCH_MS + world.time + client.skewMs);
     const releaser = new Releaser(context);
     for (const startMs of client.startsMs) {
       world.at(startMs, `${client.name} starts`, () => {
+        if (client.probes === true) {
+          for (const node of context.nodes as SimNode[]) {
+            if (node.model.state.incarnation !== null) node.sealEpoch = node.model.state.seal;
+          }
+        }
         const startSeq = world.seq;
         const startTime = world.time;
         const leaseId = newId();
@@ -168,7 +205,7 @@ export async function runScenario(
         void attemptAcquire(
           context,
           { proposer, releaser, jitter: () => 0 },
-          { resource: RESOURCE, keys: KEYS, leaseId, ttlMs: spec.ttlMs },
+          { resource: RESOURCE, keys: KEYS, leaseId, ttlMs },
         ).then(
           (result) => {
             if (result.kind !== 'granted') return;
@@ -205,12 +242,13 @@ export async function runScenario(
     amnesia.repairDelaysMs.forEach((delayMs, k) => {
       world.at(amnesia.atMs + delayMs, `repairer ${k} of n${amnesia.node}`, () => {
         const caller = `repairer${k}-n${amnesia.node}`;
-        const nodes = models.map((model) => new SimNode(world, model, caller));
+        const nodes = models.map(
+          (model) => new SimNode(world, model, caller, spec.repairer?.clock?.timerScale),
+        );
         const context: RepairContext = {
           nodes,
           quorum,
-          settings,
-          clock: world.clock(),
+          clock: world.clock(spec.repairer?.clock),
           callTimeoutMs: 1_000,
           closing: new AbortController().signal,
           status: () => undefined,
@@ -221,7 +259,10 @@ export async function runScenario(
         const repaired = (): void => {
           if (models[amnesia.node]!.state.incarnation !== null) unrepaired.delete(amnesia.node);
         };
-        void runRepairVariant(spec.repair, context, target, models).then(repaired, () => undefined);
+        void runRepairVariant(spec.repair, context, repairerSettings, target, models).then(
+          repaired,
+          () => undefined,
+        );
       });
     });
   }
@@ -242,10 +283,11 @@ export async function runScenario(
 async function runRepairVariant(
   variant: RepairVariant,
   context: RepairContext,
+  settings: Readonly<CoordinatorSettings>,
   target: RepairNode,
   models: readonly SimNodeModel[],
 ): Promise<void> {
-  if (variant === 'real') {
+  if (variant === 'real' || variant === 'seal-off') {
     await repairNode(context, target, SIM_REPAIR_TIMING);
     return;
   }
@@ -256,25 +298,22 @@ async function runRepairVariant(
   }
   const claim = await target.repairMarker(context.callTimeoutMs, 'claim', id, 1e12);
   if (claim.kind !== 'claimed') return;
-  const sitOut = (): Promise<void> =>
-    context.clock.sleep(
-      context.settings.maxTtlMs + driftMs(context.settings.maxTtlMs, context.settings.driftFactor),
-    );
   const required = context.nodes.length - context.quorum + 1;
   const copy = async (values: { floor: bigint; registers: Map<string, bigint> }): Promise<void> => {
     const registers = [...values.registers].filter(([, v]) => v > values.floor);
-    await target.repairRaise(context.callTimeoutMs, id, values.floor, registers);
+    await target.repairRaise(context.callTimeoutMs, id, values.floor, registers, []);
   };
-  if (variant === 'copy-before-sit-out') {
-    // The bug of F19: the sources are read before promises still in flight to them have landed.
+  if (variant === 'sit-out-only') {
+    // The repair before the seal: a wait of the repairer's maxTtlMs (+ drift) on the repairer's clock, then an
+    // unsealed read. Another process's grant window is its own min(nodeTimeoutMs, ttl) on its own clock.
+    await context.clock.sleep(settings.maxTtlMs + driftMs(settings.maxTtlMs, settings.driftFactor));
     await copy(await readVerified(context, target, required));
-    await sitOut();
   } else {
     // The bug of F22: sources chosen from a cached view (every other node "votes") and read without the check.
-    await sitOut();
     const merged = { floor: 0n, registers: new Map<string, bigint>() };
     for (const source of context.nodes.filter((n) => n !== target).slice(0, required)) {
       const state = models[source.index]!.state;
+      state.seal = context.newId!();
       if (state.floor > merged.floor) merged.floor = state.floor;
       for (const [key, value] of state.registers) {
         if (value > (merged.registers.get(key) ?? 0n)) merged.registers.set(key, value);
@@ -282,9 +321,11 @@ async function runRepairVariant(
     }
     await copy(merged);
   }
-  await target.finishRepair(context.callTimeoutMs, id, context.newId!());
+  // No new seal epoch on the repaired node: the broken repairs are those of a design without seals.
+  await target.finishRepair(context.callTimeoutMs, id, context.newId!(), '', {});
 }
 
+/** Reads every other node in full, verified but unsealed; throws unless `required` of them were read. */
 async function readVerified(
   context: RepairContext,
   target: RepairNode,
@@ -297,7 +338,7 @@ async function readVerified(
     let ok = true;
     let floor = 0n;
     do {
-      const read = await source.repairRead(context.callTimeoutMs, cursor, 100, '').catch(() => null);
+      const read = await source.repairRead(context.callTimeoutMs, cursor, 100, '', '').catch(() => null);
       if (read === null || read.kind !== 'read') {
         ok = false;
         break;

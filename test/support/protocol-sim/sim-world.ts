@@ -6,7 +6,7 @@
  * Every nondeterministic decision goes through one `Chooser`: replaying the same choices replays the same run
  * exactly, which is how a failure found by the seeded-random search or the exhaustive search is reproduced.
  * Messages have unbounded delay (a "long" choice can outlast any ttl), so "a promise still in flight after a crash
- * and a repair" is just one choice away; timers (timeouts, sit-outs, sleeps) fire exactly on virtual time.
+ * and a repair" is just one choice away; timers (timeouts, sleeps) fire exactly on virtual time.
  */
 import { NodeTimeoutError } from '../../../packages/coordinator/src/errors.js';
 import type { ProtocolClock, ProtocolNode } from '../../../packages/coordinator/src/nodes/protocol-node.js';
@@ -24,6 +24,17 @@ export interface LinkChoices {
   readonly losses: boolean;
   /** Whether a request may be delivered twice (the second copy's reply is dropped). */
   readonly duplicates: boolean;
+}
+
+/**
+ * How one process's clock differs from true (virtual) time: its timers run `timerScale` times slow (a sleep or a
+ * timeout of `ms` takes `ms × timerScale`, and its `now()` advances `1 / timerScale` as fast), and from `jumpAtMs`
+ * on its monotonic `now()` reads `jumpMs` ahead.
+ */
+export interface ProcessClock {
+  readonly timerScale?: number;
+  readonly jumpAtMs?: number;
+  readonly jumpMs?: number;
 }
 
 interface Timer {
@@ -67,17 +78,19 @@ export class SimWorld {
     return timer;
   }
 
-  /** A monotonic clock on virtual time for one process. */
-  clock(): ProtocolClock {
+  /** A monotonic clock on virtual time for one process (true time, unless `spec` skews it). */
+  clock(spec: ProcessClock = {}): ProtocolClock {
+    const scale = spec.timerScale ?? 1;
+    const jumpAt = spec.jumpAtMs ?? Infinity;
     return {
-      now: () => this.time,
+      now: () => this.time / scale + (this.time >= jumpAt ? (spec.jumpMs ?? 0) : 0),
       sleep: (ms, signal) =>
         new Promise<void>((resolve, reject) => {
           if (signal?.aborted) {
             reject(signal.reason as Error);
             return;
           }
-          const timer = this.at(this.time + Math.max(0, ms), 'sleep', () => {
+          const timer = this.at(this.time + Math.max(0, ms) * scale, 'sleep', () => {
             signal?.removeEventListener('abort', onAbort);
             resolve();
           });
@@ -95,10 +108,10 @@ export class SimWorld {
    * node then (atomically), and the reply comes back after another chosen delay (or never). The caller's timeout
    * rejects with NodeTimeoutError — the call may still take effect later, exactly as on a real network.
    */
-  call<T>(label: string, timeoutMs: number, apply: () => T): Promise<T> {
+  call<T>(label: string, timeoutMs: number, apply: () => T, timerScale = 1): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
-      const timeout = this.at(this.time + timeoutMs, `timeout ${label}`, () => {
+      const timeout = this.at(this.time + timeoutMs * timerScale, `timeout ${label}`, () => {
         if (settled) return;
         settled = true;
         reject(new NodeTimeoutError(label, timeoutMs));
@@ -160,15 +173,22 @@ interface Keys {
   readonly token?: string;
 }
 
-/** A process's connection to one simulated node: the ProtocolNode and RepairNode slices over the transport. */
+/**
+ * A process's connection to one simulated node: the ProtocolNode and RepairNode slices over the transport. Like
+ * NodeConnection, it keeps the node's seal epoch as this process last saw it, reads it when a call is made (when its
+ * round begins), and learns the node's new epoch from a SEALED reply or from sealing the node itself.
+ */
 export class SimNode implements ProtocolNode, RepairNode {
   readonly address: string;
+  sealEpoch = '';
 
   constructor(
     private readonly world: SimWorld,
     readonly model: SimNodeModel,
     /** Who is calling, for the log. */
     private readonly caller: string,
+    /** The calling process's timers run this many times slow (its timeouts last longer). */
+    private readonly timerScale = 1,
   ) {
     this.address = `sim-${model.index}`;
   }
@@ -178,19 +198,26 @@ export class SimNode implements ProtocolNode, RepairNode {
   }
 
   private call<T>(what: string, timeoutMs: number, apply: () => T): Promise<T> {
-    return this.world.call(`${this.caller}->n${this.model.index} ${what}`, timeoutMs, apply);
+    return this.world.call(`${this.caller}->n${this.model.index} ${what}`, timeoutMs, apply, this.timerScale);
+  }
+
+  private learn<R extends { readonly kind: string }>(reply: R): R {
+    if (reply.kind === 'sealed') this.sealEpoch = (reply as unknown as { epoch: string }).epoch;
+    return reply;
   }
 
   acquire(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number, proposal: bigint) {
+    const epoch = this.sealEpoch;
     return this.call(`acquire t=${proposal}`, timeoutMs, () =>
-      this.model.acquire(keys.lease, keys.token!, leaseId, ttlMs, proposal),
-    );
+      this.model.acquire(keys.lease, keys.token!, leaseId, ttlMs, proposal, epoch),
+    ).then((reply) => this.learn(reply));
   }
 
   promise(timeoutMs: number, keys: Keys, leaseId: string, proposal: bigint) {
+    const epoch = this.sealEpoch;
     return this.call(`promise t=${proposal}`, timeoutMs, () =>
-      this.model.promise(keys.lease, keys.token!, leaseId, proposal),
-    );
+      this.model.promise(keys.lease, keys.token!, leaseId, proposal, epoch),
+    ).then((reply) => this.learn(reply));
   }
 
   extend(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number) {
@@ -211,8 +238,13 @@ export class SimNode implements ProtocolNode, RepairNode {
     );
   }
 
-  repairRead(timeoutMs: number, cursor: string, count: number, incarnation: string) {
-    return this.call('repair-read', timeoutMs, () => this.model.repairRead(cursor, count, incarnation));
+  repairRead(timeoutMs: number, cursor: string, count: number, incarnation: string, seal: string) {
+    return this.call(`repair-read${seal === '' ? '' : ' (seal)'}`, timeoutMs, () =>
+      this.model.repairRead(cursor, count, incarnation, seal),
+    ).then((reply) => {
+      if (reply.kind === 'read' && seal !== '') this.sealEpoch = seal;
+      return reply;
+    });
   }
 
   repairRaise(
@@ -220,13 +252,25 @@ export class SimNode implements ProtocolNode, RepairNode {
     repairId: string,
     floor: bigint,
     registers: readonly (readonly [string, bigint])[],
+    leases: readonly (readonly [string, string, number])[],
   ) {
     return this.call(`repair-raise floor=${floor}`, timeoutMs, () =>
-      this.model.repairRaise(repairId, floor, registers),
+      this.model.repairRaise(repairId, floor, registers, leases),
     );
   }
 
-  finishRepair(timeoutMs: number, repairId: string, incarnation: string) {
-    return this.call('finish-repair', timeoutMs, () => this.model.finishRepair(repairId, incarnation));
+  finishRepair(
+    timeoutMs: number,
+    repairId: string,
+    incarnation: string,
+    sealEpoch: string,
+    settings: Readonly<Record<string, string>>,
+  ) {
+    return this.call('finish-repair', timeoutMs, () =>
+      this.model.finishRepair(repairId, incarnation, sealEpoch, settings),
+    ).then((reply) => {
+      if (reply.kind === 'finished') this.sealEpoch = sealEpoch;
+      return reply;
+    });
   }
 }

@@ -15,9 +15,8 @@ export interface CliConfig {
   /** `--node-timeout-ms` / `FENCED_NODE_TIMEOUT_MS`. */
   readonly nodeTimeoutMs: number | undefined;
   /**
-   * `--max-ttl-ms` / `FENCED_MAX_TTL_MS`: also a repair's sit-out, so it must match the service's. Unset: the
-   * library's default ({@link DEFAULT_COORDINATOR_OPTIONS}`.maxTtlMs`, longer than the service's, so a repair sits
-   * out at least as long as any lease the service grants).
+   * `--max-ttl-ms` / `FENCED_MAX_TTL_MS`: the max ttl a fresh cluster records; the commands adopt the cluster's
+   * recorded one (a repair waits on nothing). Unset: the library's default ({@link DEFAULT_COORDINATOR_OPTIONS}).
    */
   readonly maxTtlMs: number | undefined;
   /** `FENCED_TOKEN_RETENTION_MS`. */
@@ -40,7 +39,7 @@ export const CLUSTER_FLAGS_HELP = `cluster (flags override the service's environ
   --redis-urls <urls>          FENCED_REDIS_URLS: comma-separated redis:// URLs, in node order (required)
   --key-prefix <prefix>        FENCED_KEY_PREFIX (default ${DEFAULT_COORDINATOR_OPTIONS.keyPrefix})
   --node-timeout-ms <ms>       FENCED_NODE_TIMEOUT_MS (default ${DEFAULT_COORDINATOR_OPTIONS.nodeTimeoutMs})
-  --max-ttl-ms <ms>            FENCED_MAX_TTL_MS (default ${DEFAULT_COORDINATOR_OPTIONS.maxTtlMs}); a repair sits out this long
+  --max-ttl-ms <ms>            FENCED_MAX_TTL_MS (default ${DEFAULT_COORDINATOR_OPTIONS.maxTtlMs}); the cluster's recorded one wins
   --unsafe-allow-unsafe-nodes  FENCED_UNSAFE_ALLOW_UNSAFE_NODES: let nodes with unsafe settings vote
                                (FENCED_TOKEN_RETENTION_MS is read from the environment too)`;
 
@@ -153,6 +152,8 @@ export function loadCliConfig(
 export function coordinatorOptionsOf(config: CliConfig): CoordinatorOptions {
   const options: CoordinatorOptions = {
     nodes: [...config.redisUrls],
+    // The operator commands grant no leases: they run with whatever the cluster recorded.
+    clusterSettings: 'adopt',
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
   };
   if (config.maxTtlMs !== undefined) options.maxTtlMs = config.maxTtlMs;

@@ -26,10 +26,21 @@ export interface NodeLeaseView {
   readonly error?: string;
 }
 
+/** One node's answer to `settings`. */
+export interface NodeSettingsView {
+  readonly node: number;
+  readonly address: string;
+  /** `ok` (with the recorded settings, field → value), `not-initialized` (empty or under repair), `error`. */
+  readonly state: 'ok' | 'not-initialized' | 'error';
+  readonly settings?: Readonly<Record<string, string>>;
+  readonly error?: string;
+}
+
 /**
  * A read-only view of the cluster for the operator commands. Unlike a `Coordinator` it never acts on what it
  * sees: it probes the nodes once (no fresh-cluster initialization, no repair, no background re-check or fold),
- * so `status` and `inspect` change nothing, whatever state the cluster is in.
+ * so `status` and `inspect` change nothing, whatever state the cluster is in (`settings set` writes only what the
+ * operator asked).
  */
 export class ClusterView {
   private readonly set: NodeSet;
@@ -113,6 +124,29 @@ export class ClusterView {
       ),
     ]);
     return { ...quorum, nodes };
+  }
+
+  /**
+   * The cluster's settings on every node (nodes/cluster-settings.ts): read (`get`), or `set` (the fields given
+   * overwrite each initialized node's). A node that is unreachable or empty answers with `error` / `not-initialized`.
+   */
+  async settings(
+    operation: 'get' | 'set',
+    fields: Readonly<Record<string, string>> = {},
+  ): Promise<NodeSettingsView[]> {
+    await this.probe();
+    return Promise.all(
+      this.set.nodes.map(async (node): Promise<NodeSettingsView> => {
+        const base = { node: node.index, address: node.address };
+        try {
+          const reply = await node.settings(this.set.probeTimeoutMs, operation, fields);
+          if (reply.kind === 'not-initialized') return { ...base, state: 'not-initialized' };
+          return { ...base, state: 'ok', settings: reply.settings };
+        } catch (error) {
+          return { ...base, state: 'error', error: error instanceof Error ? error.message : String(error) };
+        }
+      }),
+    );
   }
 
   /** Closes the connections. */

@@ -20,10 +20,11 @@ import { UsageError } from './usage-error.js';
 
 export const REPAIR_USAGE = `usage: fenced-coordinator repair <node> [--watch] [--timeout-ms <ms>] [--json] [cluster flags]
 
-Repairs a Redis node that restarted empty (DESIGN §3): sits out the max ttl (FENCED_MAX_TTL_MS: use the
-service's value), copies the token registers from the other nodes, then lets the node vote again. Prints a line
-for each step, and every few seconds while a step lasts: registers copied of the total, with the time left
-estimated from the rate so far, or how long the step has taken. A repair another process runs (the service starts one on its own) is joined, not
+Repairs a Redis node that restarted empty (DESIGN §3): seals and reads N - quorum + 1 of the other nodes, copies
+their token registers, floor, live leases and settings, then lets the node vote again, with no wait. Prints a
+line for each step, and every few seconds while a step lasts: registers copied of the total, with the time left
+estimated from the rate so far, or how long the step has taken. A repair another process runs (the service
+starts one on its own) is joined, not
 duplicated. <node> is a node index (0-based, in FENCED_REDIS_URLS order) or its host:port. Ctrl-C stops a
 repair this command runs; any coordinator (the service) takes it over once its marker expires (15 s).
 Exit code 0 once the node votes (or when it had nothing to repair), 1 when the repair failed or timed out,
@@ -86,6 +87,11 @@ async function runRepair(
 ): Promise<number> {
   const coordinator = new Coordinator(coordinatorOptionsOf(config));
   coordinator.on('nodeError', () => undefined); // reported through the node's status and the repair's outcome
+  // Every step, as it happens (a poll would miss them: a repair takes milliseconds), from before the first probe:
+  // the probe that finds the node empty starts its repair at once.
+  coordinator.on('repairProgress', (event) => {
+    if (event.node === index) report.progress({ ...event.repair });
+  });
   try {
     const before = (await coordinator.nodeStatus())[index]!;
     if (!before.reachable) {
@@ -104,10 +110,6 @@ async function runRepair(
       );
       return ExitCode.FAILED;
     }
-    // Every step, as it happens (a poll would miss the quick ones: reading and copying take milliseconds).
-    coordinator.on('repairProgress', (event) => {
-      if (event.node === index) report.progress({ ...event.repair });
-    });
     const running = coordinator.cachedNodeStatus()[index]?.repair;
     if (running !== undefined) report.progress({ ...running });
     let outcome: { error: unknown } | undefined;

@@ -4,6 +4,7 @@ import { ExitCode, PROCESS_OUTPUT, type CommandContext, type CommandOutput } fro
 import { INSPECT_USAGE, inspectCommand } from './inspect-command.js';
 import { KEYGEN_USAGE, keygenCommand } from './keygen-command.js';
 import { REPAIR_USAGE, repairCommand } from './repair-command.js';
+import { SETTINGS_USAGE, settingsCommand } from './settings-command.js';
 import { STATUS_USAGE, statusCommand } from './status-command.js';
 import { UsageError } from './usage-error.js';
 
@@ -14,6 +15,7 @@ commands:
   status             each Redis node: reachable, settings, voting, repair, latency (exit 1 without a quorum)
   inspect <resource> whether a lease is held and its token; with --database-url, the guard's fence
   repair <node>      repair node <index|host:port> that restarted empty, or watch a repair (--watch)
+  settings           the cluster's settings recorded on the nodes; settings set max-ttl <ms> changes it
   keygen             make an Ed25519 key pair for signed leases
 
   -V, --version      print the version of @fenced/coordinator
@@ -26,6 +28,7 @@ const COMMANDS: Record<string, { run: (context: CommandContext) => Promise<numbe
   status: { run: statusCommand, usage: STATUS_USAGE },
   inspect: { run: inspectCommand, usage: INSPECT_USAGE },
   repair: { run: repairCommand, usage: REPAIR_USAGE },
+  settings: { run: settingsCommand, usage: SETTINGS_USAGE },
   keygen: { run: keygenCommand, usage: KEYGEN_USAGE },
 };
 

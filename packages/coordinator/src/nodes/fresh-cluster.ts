@@ -42,6 +42,7 @@ export interface FreshInitNode {
     step: 'mark' | 'check' | 'init',
     nonce: string,
     argument: string | number,
+    settings?: Readonly<Record<string, string>>,
   ): Promise<FreshInitReply>;
   /** Whether the node holds a lease, a token register or a floor. */
   hasResourceKeys(timeoutMs: number): Promise<boolean>;
@@ -52,6 +53,8 @@ export interface FreshInitOptions {
   readonly timeoutMs: number;
   /** How long a mark lives if this process dies before step 3. */
   readonly markTtlMs: number;
+  /** The cluster's settings recorded on every node step 3 initializes (nodes/cluster-settings.ts). @defaultValue none */
+  readonly settings?: Readonly<Record<string, string>>;
   /** Which nodes step 3 initializes (every node is marked and checked). @defaultValue all of them */
   readonly initialize?: (index: number) => boolean;
   /** A fresh random id (nonce, incarnations). */
@@ -103,7 +106,7 @@ export async function initializeFreshCluster(
   const results = await Promise.allSettled(
     nodes.map((n, i) =>
       chosen(i)
-        ? n.freshInit(timeoutMs, 'init', nonce, newId())
+        ? n.freshInit(timeoutMs, 'init', nonce, newId(), options.settings ?? {})
         : Promise.resolve({ kind: 'skipped' as const }),
     ),
   );

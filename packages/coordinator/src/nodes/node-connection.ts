@@ -30,18 +30,11 @@ import {
   type ReleaseReply,
   type ScriptName,
   type ScriptReplies,
+  type SettingsReply,
 } from '../scripts/script-results.js';
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
-import {
-  floorKey,
-  foldLockKey,
-  incarnationKey,
-  freshMarkKey,
-  repairMarkerKey,
-  resourceKeyPattern,
-  tokenKeyPattern,
-} from '../redlock/keys.js';
+import { nodeStateKeys, resourceKeyPattern, tokenKeyPattern, type NodeStateKeys } from '../redlock/keys.js';
 import type { ProtocolNode } from './protocol-node.js';
 import type { RepairProgress } from './repair.js';
 import {
@@ -106,9 +99,14 @@ export class NodeConnection implements ProtocolNode {
   repairProgress: RepairProgress | undefined;
   /** When the last probe ended, on the monotonic clock (`performance.now()`); undefined until the first. */
   lastProbeAt: number | undefined;
+  /**
+   * The node's seal epoch as this process last saw it (a probe, or a SEALED reply): every promise-recording call
+   * carries it, read when the call is made, i.e. when its round begins (nodes/repair.ts holds the argument).
+   */
+  sealEpoch = '';
 
-  private readonly incarnationKey: string;
-  private readonly floorKey: string;
+  /** The node-state keys (incarnation, floor, seal, settings, markers), all from one builder. */
+  readonly stateKeys: NodeStateKeys;
   private readonly acquires: ScriptBatcher<'acquire'>;
   private readonly releases: ScriptBatcher<'release'>;
   private flushScheduled = false;
@@ -163,9 +161,9 @@ export class NodeConnection implements ProtocolNode {
       this.client = client;
       this.owned = false;
     }
-    this.incarnationKey = incarnationKey(prefix);
-    this.floorKey = floorKey(prefix);
-    this.acquires = this.batcher('acquire', [this.incarnationKey, this.floorKey]);
+    this.stateKeys = nodeStateKeys(prefix);
+    const k = this.stateKeys;
+    this.acquires = this.batcher('acquire', [k.incarnation, k.floor, k.seal, k.settings]);
     this.releases = this.batcher('release', []);
     // Remembered to say *why* a node is unreachable (ioredis' own message is "Stream isn't writeable").
     this.client.on('error', (error: unknown) => {
@@ -237,8 +235,16 @@ export class NodeConnection implements ProtocolNode {
     ttlMs: number,
     proposal: bigint,
   ): Promise<AcquireReply> {
-    return this.acquires.call(timeoutMs, [keys.lease, keys.token], [leaseId, ttlMs, proposal.toString()]);
+    return this.acquires
+      .call(timeoutMs, [keys.lease, keys.token], [leaseId, ttlMs, proposal.toString(), this.sealEpoch])
+      .then(this.learnEpoch);
   }
+
+  /** A SEALED reply tells the node's current epoch: the next round carries it. */
+  private readonly learnEpoch = <R extends { readonly kind: string }>(reply: R): R => {
+    if (reply.kind === 'sealed') this.sealEpoch = (reply as unknown as { epoch: string }).epoch;
+    return reply;
+  };
 
   /** One compare-and-delete (release.lua), batched with the other releases queued before the next flush. */
   release(
@@ -260,12 +266,13 @@ export class NodeConnection implements ProtocolNode {
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply> {
+    const k = this.stateKeys;
     return this.script(
       'promise',
       timeoutMs,
-      [this.incarnationKey, this.floorKey, keys.lease, keys.token],
-      [leaseId, proposal.toString()],
-    );
+      [k.incarnation, k.floor, k.seal, keys.lease, keys.token],
+      [leaseId, proposal.toString(), this.sealEpoch],
+    ).then(this.learnEpoch);
   }
 
   /** Compare-and-extend (extend.lua). */
@@ -275,12 +282,17 @@ export class NodeConnection implements ProtocolNode {
     leaseId: string,
     ttlMs: number,
   ): Promise<ExtendReply> {
-    return this.script('extend', timeoutMs, [this.incarnationKey, keys.lease], [leaseId, ttlMs]);
+    return this.script(
+      'extend',
+      timeoutMs,
+      [this.stateKeys.incarnation, this.stateKeys.settings, keys.lease],
+      [leaseId, ttlMs],
+    );
   }
 
   /** This node's view of a lease (inspect.lua). */
   inspect(timeoutMs: number, keys: { readonly lease: string }): Promise<InspectReply> {
-    return this.script('inspect', timeoutMs, [this.incarnationKey, keys.lease], []);
+    return this.script('inspect', timeoutMs, [this.stateKeys.incarnation, keys.lease], []);
   }
 
   /** Claims or renews this node's repair marker (repair-marker.lua). */
@@ -293,49 +305,93 @@ export class NodeConnection implements ProtocolNode {
     return this.script(
       'repair-marker',
       timeoutMs,
-      [this.incarnationKey, repairMarkerKey(this.prefix)],
+      [this.stateKeys.incarnation, this.stateKeys.repair],
       [operation, repairId, markerTtlMs],
     );
   }
 
-  /** One batch of this node's token registers, read as a repair source (repair-read.lua). */
+  /**
+   * One batch of this node's token registers and live leases, read as a repair source (repair-read.lua); a
+   * non-empty `seal` (the first batch) seals the node with that epoch in the same call.
+   */
   repairRead(
     timeoutMs: number,
     cursor: string,
     count: number,
     incarnation: string,
+    seal: string,
   ): Promise<RepairReadReply> {
+    const k = this.stateKeys;
     return this.script(
       'repair-read',
       timeoutMs,
-      [this.incarnationKey, repairMarkerKey(this.prefix), this.floorKey],
-      [cursor, count, tokenKeyPattern(this.prefix), incarnation],
-    );
+      [k.incarnation, k.repair, k.floor, k.seal, k.settings],
+      [cursor, count, resourceKeyPattern(this.prefix), incarnation, seal],
+    ).then((reply) => {
+      // This process sealed the node: its own later rounds begin after the seal and carry the new epoch.
+      if (reply.kind === 'read' && seal !== '') this.sealEpoch = seal;
+      return reply;
+    });
   }
 
-  /** Raises this node's floor and a batch of its registers while under repair (repair-raise.lua). */
+  /**
+   * Raises this node's floor and a batch of its registers, and restores a batch of live leases, while under
+   * repair (repair-raise.lua).
+   */
   repairRaise(
     timeoutMs: number,
     repairId: string,
     floor: bigint,
     registers: readonly (readonly [string, bigint])[],
+    leases: readonly (readonly [string, string, number])[] = [],
   ): Promise<RepairRaiseReply> {
-    const keys = [repairMarkerKey(this.prefix), this.floorKey];
-    const args: string[] = [repairId, floor.toString()];
+    const keys = [this.stateKeys.repair, this.stateKeys.floor];
+    const args: (string | number)[] = [repairId, floor.toString(), registers.length];
     for (const [key, value] of registers) {
       keys.push(key);
       args.push(value.toString());
     }
+    for (const [key, value, pttlMs] of leases) {
+      keys.push(key);
+      args.push(value, pttlMs);
+    }
     return this.script('repair-raise', timeoutMs, keys, args);
   }
 
-  /** Lets this node vote again if the repair is still ours (finish-repair.lua). */
-  finishRepair(timeoutMs: number, repairId: string, incarnation: string): Promise<FinishRepairReply> {
+  /**
+   * Lets this node vote again if the repair is still ours (finish-repair.lua), with a new seal epoch and the
+   * cluster's settings read from the sources.
+   */
+  finishRepair(
+    timeoutMs: number,
+    repairId: string,
+    incarnation: string,
+    sealEpoch: string,
+    settings: Readonly<Record<string, string>>,
+  ): Promise<FinishRepairReply> {
+    const k = this.stateKeys;
     return this.script(
       'finish-repair',
       timeoutMs,
-      [this.incarnationKey, repairMarkerKey(this.prefix)],
-      [repairId, incarnation],
+      [k.incarnation, k.repair, k.seal, k.settings],
+      [repairId, incarnation, sealEpoch, ...Object.entries(settings).flat()],
+    ).then((reply) => {
+      if (reply.kind === 'finished') this.sealEpoch = sealEpoch;
+      return reply;
+    });
+  }
+
+  /** The cluster's settings recorded on this node: read, recorded where absent, or set (settings.lua). */
+  settings(
+    timeoutMs: number,
+    operation: 'get' | 'record' | 'set',
+    fields: Readonly<Record<string, string>> = {},
+  ): Promise<SettingsReply> {
+    return this.script(
+      'settings',
+      timeoutMs,
+      [this.stateKeys.incarnation, this.stateKeys.settings],
+      [operation, ...Object.entries(fields).flat()],
     );
   }
 
@@ -345,12 +401,13 @@ export class NodeConnection implements ProtocolNode {
     step: 'mark' | 'check' | 'init',
     nonce: string,
     argument: string | number,
+    settings: Readonly<Record<string, string>> = {},
   ): Promise<FreshInitReply> {
     return this.script(
       'fresh-init',
       timeoutMs,
-      [this.incarnationKey, freshMarkKey(this.prefix)],
-      [step, nonce, argument],
+      [this.stateKeys.incarnation, this.stateKeys.fresh, this.stateKeys.settings],
+      [step, nonce, argument, ...(step === 'init' ? Object.entries(settings).flat() : [])],
     );
   }
 
@@ -365,7 +422,7 @@ export class NodeConnection implements ProtocolNode {
     return this.script(
       'fold',
       timeoutMs,
-      [this.incarnationKey, this.floorKey, foldLockKey(this.prefix)],
+      [this.stateKeys.incarnation, this.stateKeys.floor, this.stateKeys.fold],
       [cursor, count, tokenKeyPattern(this.prefix), minIdleSeconds, passIntervalMs],
     );
   }
@@ -453,7 +510,11 @@ export class NodeConnection implements ProtocolNode {
         parseRole,
         () => undefined,
       );
-      const initialized = (await this.call('check', timeoutMs, (c) => c.exists(this.incarnationKey))) === 1;
+      const [incarnation, seal] = await this.call('check', timeoutMs, (c) =>
+        c.mget(this.stateKeys.incarnation, this.stateKeys.seal),
+      );
+      const initialized = incarnation !== null && incarnation !== undefined;
+      this.sealEpoch = seal ?? '';
       probe = {
         reachable: true,
         role,
@@ -479,7 +540,7 @@ export class NodeConnection implements ProtocolNode {
    * lack. SCANs: used only before initializing a fresh cluster.
    */
   async hasResourceKeys(timeoutMs: number): Promise<boolean> {
-    if ((await this.call('check', timeoutMs, (c) => c.exists(this.floorKey))) === 1) return true;
+    if ((await this.call('check', timeoutMs, (c) => c.exists(this.stateKeys.floor))) === 1) return true;
     let cursor = '0';
     do {
       const [next, keys] = await this.call('check', timeoutMs, (c) =>

@@ -31,6 +31,12 @@ import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink } from './node-connection.js';
 import { foldIdleRegisters, foldIntervalMs } from './fold.js';
 import { initializeFreshCluster } from './fresh-cluster.js';
+import {
+  parseRecorded,
+  reconcileSettings,
+  settingsRecord,
+  type RecordedSettings,
+} from './cluster-settings.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 import { NodeStateTracker, type NodeStateEvent } from './node-events.js';
 
@@ -90,7 +96,8 @@ export class NodeSet implements ProtocolContext {
 
   constructor(
     nodes: unknown,
-    readonly settings: Readonly<CoordinatorSettings>,
+    /** The settings this process runs with: as configured, or with the cluster's recorded maxTtlMs adopted. */
+    public settings: Readonly<CoordinatorSettings>,
     readonly reportError: NodeErrorSink,
     /** Aborted when the coordinator closes: stops re-checks and repairs. */
     readonly closing: AbortSignal,
@@ -314,6 +321,7 @@ export class NodeSet implements ProtocolContext {
       }
     }
     await this.afterProbe();
+    await this.checkClusterSettings();
     this.publishStates();
     this.recheckTimer = setInterval(() => void this.recheck(), RECHECK_INTERVAL_MS);
     this.recheckTimer.unref();
@@ -322,6 +330,40 @@ export class NodeSet implements ProtocolContext {
       foldIntervalMs(this.settings.tokenRetentionMs),
     );
     this.foldTimer.unref();
+  }
+
+  /**
+   * Reads the cluster's settings recorded on every initialized node (nodes/cluster-settings.ts) and runs with them,
+   * or refuses to start. A node initialized before settings were recorded gets this process's values, each field
+   * only where absent (the upgrade path).
+   * @throws ClusterSettingsError (rejecting `started()`, so every operation and `ready()`)
+   */
+  private async checkClusterSettings(): Promise<void> {
+    const configured = { maxTtlMs: this.settings.maxTtlMs, nodeCount: this.nodes.length };
+    const recorded = await Promise.all(
+      this.nodes.map(async (node): Promise<RecordedSettings | undefined> => {
+        if (!node.initialized || node.lastProbe?.reachable !== true) return undefined;
+        try {
+          const reply = await node.settings(this.probeTimeoutMs, 'record', settingsRecord(configured));
+          return reply.kind === 'settings' ? parseRecorded(reply.settings) : undefined;
+        } catch {
+          return undefined; // reported as a nodeError event; a node that cannot be read has no say
+        }
+      }),
+    );
+    const { maxTtlMs } = reconcileSettings(
+      configured,
+      recorded,
+      this.settings.clusterSettings,
+      (i) => `node ${i} (${this.nodes[i]!.address})`,
+    );
+    if (maxTtlMs !== this.settings.maxTtlMs) {
+      this.settings = Object.freeze({
+        ...this.settings,
+        maxTtlMs,
+        tokenRetentionMs: Math.max(this.settings.tokenRetentionMs, maxTtlMs),
+      });
+    }
   }
 
   private async foldInBackground(): Promise<void> {
@@ -392,6 +434,7 @@ export class NodeSet implements ProtocolContext {
     const outcome = await initializeFreshCluster(this.nodes, {
       timeoutMs: this.probeTimeoutMs,
       markTtlMs: FRESH_MARK_TTL_MS,
+      settings: settingsRecord({ maxTtlMs: this.settings.maxTtlMs, nodeCount: this.nodes.length }),
       // A node whose configuration is refused is checked like the others but not initialized: it joins later.
       initialize: (index) => uninitialized.includes(this.nodes[index]!),
     });
@@ -428,7 +471,6 @@ export class NodeSet implements ProtocolContext {
     return {
       nodes: this.nodes,
       quorum: this.quorum,
-      settings: this.settings,
       clock: this.clock,
       callTimeoutMs: this.probeTimeoutMs,
       closing: this.closing,

@@ -1,36 +1,59 @@
 /**
- * Restart repair (DESIGN §3): a node that lost its state (no incarnation key) votes again only after this.
+ * Restart repair (DESIGN §3, the sealed repair): a node that lost its state (no incarnation key) votes again only
+ * after this. It needs no clock, no sit-out and no setting that another process may hold differently.
  *
- * The invariant it restores: for every resource, the repaired node answers at least every token that any grant
- * completed with, so that a later majority containing it still meets every earlier grant's promise (the argument in
- * tokens/promise-rounds.ts). The order of the steps *is* the safety argument:
+ * The invariant it restores: for every resource, the repaired node T answers at least every token that any grant
+ * completed (or will complete) with by counting a promise T has lost — so that a later majority containing T still
+ * meets every earlier grant's promise (the argument in tokens/promise-rounds.ts). The steps:
  *
- * 1. **Claim, then sit out.** Claiming the node's repair marker is also the observation "this node is empty"
- *    (repair-marker.lua refuses if the incarnation key exists). Every grant that counted a promise the node has
- *    since lost started before that loss, hence before the claim, and is decided within its own ttl or not at all
- *    (protocol/acquire-attempt.ts never hands out a lease with validity <= 0). So after `maxTtlMs` (+ drift) from the
- *    claim, every such grant has completed or failed, and each completed grant's promises sit on a majority *without*
- *    this node. Reading earlier is unsafe: a promise still in flight to another node lands after the read, and the
- *    repaired node plus nodes that never saw it form a majority below a completed grant (F19; the simulation finds
- *    it in a few hundred schedules when the sit-out is moved after the copy). The sit-out also lets every lease the
- *    node voted for expire (Redlock's delayed restart).
- * 2. **Read verified sources.** Any `N − quorum + 1` nodes other than this one meet every majority that excludes it.
- *    Each source is read in batches by repair-read.lua, which checks *in the same atomic call* that the source holds
- *    its incarnation key (same one as in its first batch) and no repair marker: a node that is itself empty or under
- *    repair is never a source, whatever this process's cached view says (F22). The floor is taken from each source's
- *    last batch, so registers folded into it during the scan are covered.
- * 3. **Raise, then finish while the marker is ours.** The node's floor becomes the sources' highest floor and every
- *    register above it is copied (repair-raise.lua, batched, each batch retried; raising is idempotent). The marker is
- *    renewed for as long as the repair runs; finish-repair.lua sets the incarnation key only if the marker is still
- *    ours. A node that restarts again during any step loses the marker, and the repair starts over from step 1.
+ * 1. **Claim.** Claiming T's repair marker is also the observation "T is empty" (repair-marker.lua refuses if the
+ *    incarnation key exists). T refuses every vote while it has no incarnation key, so every promise T lost was
+ *    applied before the claim, and any message that reaches T from now on finds it refusing or repaired.
+ * 2. **Seal and read.** Each node holds a seal epoch; every script that records a promise (acquire.lua,
+ *    promise.lua) carries the epoch its caller last saw for that node and refuses — recording nothing — when it is
+ *    not the node's current one. The caller reads the epoch when it starts a round, for every node of the round at
+ *    once (NodeConnection.sealEpoch). The first batch of this repair's read of a source S (repair-read.lua) replaces
+ *    S's epoch with a fresh random one in the same atomic call that verifies S may be read. The repair reads
+ *    `N − quorum + 1` sources this way, each in full (any number of batches), and merges their floors, registers,
+ *    live leases and recorded settings.
+ * 3. **Raise, then finish while the marker is ours.** T's floor becomes the sources' highest floor, every register
+ *    above it is copied, every live lease is copied with the remaining ttl read (repair-raise.lua, batched, each
+ *    batch retried; raising is idempotent). finish-repair.lua gives T a new seal epoch, the settings, and its
+ *    incarnation key, only if the marker is still ours. A node that restarts again during any step loses the
+ *    marker, and the repair starts over from step 1. T votes again at once: there is no wait.
+ *
+ * **Why no clock is needed.** Let G be a grant whose token t counted a promise of T that T lost. G's promises of t
+ * all come from one round (each round proposes a new value), which needs `quorum` promises: T's and `quorum − 1`
+ * on other nodes. The repair sealed `N − quorum + 1` of the `N − 1` other nodes, so at most `quorum − 2` other nodes
+ * are unsealed, and at least one of G's counted promises sits on a sealed source S. It was applied on S either
+ * - *before* S's seal: then it is in S's register when the read starts (or in S's floor, if a fold moved it there
+ *   during the scan; the floor of the last batch counts), so T is raised to at least t; or
+ * - *after* S's seal: then the call carried S's new epoch (any other is refused), so G's round started after S's
+ *   seal, which came after the claim on T — and T's promise of the same round was sent after the claim, when T
+ *   refused everything. So it was not applied before the claim, i.e. it is not a lost promise: contradiction.
+ * Either way T ends at least t. Nothing in this rests on how long anything took, on any process's clock or on any
+ * process's settings: a round may be delayed arbitrarily (held in the network, a paused process), and the seal still
+ * refuses it. A source that is itself empty or under repair is never read (repair-read.lua checks, atomically with
+ * the read, that it holds its incarnation key — the same one in every batch — and no repair marker: F22), so every
+ * source answers for its own promises.
+ *
+ * **Leases too, without Redlock's delayed restart.** A completed grant's lease sits on `quorum − 1` nodes besides T,
+ * so the same counting puts it on a sealed source, from where it is copied with its remaining ttl; an acquire still
+ * in flight is refused by the seal like a promise. T therefore forgets no live lease either, and needs no TTL-long
+ * wait. (Lease exclusion is an efficiency matter, not a promise: no token argument rests on it. An extend that
+ * lands on a source after the read leaves T's copy shorter than the source's key; nothing else depends on it.)
  *
  * At most one process repairs a node (the marker); others wait for it. The cost tracks active resources: idle
  * registers are folded into the floor (fold.lua), and the floor is one key.
+ *
+ * Tests that fail when this breaks: the protocol simulation (test/unit/coordinator/protocol-simulation.test.ts, with
+ * processes of different settings and clock rates; its negative controls: the seal off, the old sit-out repair),
+ * test/unit/coordinator/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
+ * script), test/fault/amnesia.test.ts (F19, F22), test/fault/settings-disagree.test.ts (F23),
+ * test/fault/flushed-node.test.ts (F24), and the mutation table's rows 09, 10 and 19–23 (test/mutants/).
  */
 import { randomUUID } from 'node:crypto';
-import type { CoordinatorSettings } from '../options.js';
 import type { ProtocolClock } from './protocol-node.js';
-import { driftMs } from '../redlock/validity.js';
 import type {
   FinishRepairReply,
   RepairMarkerReply,
@@ -48,23 +71,38 @@ export interface RepairNode {
     repairId: string,
     markerTtlMs: number,
   ): Promise<RepairMarkerReply>;
-  repairRead(timeoutMs: number, cursor: string, count: number, incarnation: string): Promise<RepairReadReply>;
+  /** One batch of a source; a non-empty `seal` (the first batch) seals the source with that epoch. */
+  repairRead(
+    timeoutMs: number,
+    cursor: string,
+    count: number,
+    incarnation: string,
+    seal: string,
+  ): Promise<RepairReadReply>;
   repairRaise(
     timeoutMs: number,
     repairId: string,
     floor: bigint,
     registers: readonly (readonly [string, bigint])[],
+    leases: readonly (readonly [string, string, number])[],
   ): Promise<RepairRaiseReply>;
-  finishRepair(timeoutMs: number, repairId: string, incarnation: string): Promise<FinishRepairReply>;
+  finishRepair(
+    timeoutMs: number,
+    repairId: string,
+    incarnation: string,
+    sealEpoch: string,
+    settings: Readonly<Record<string, string>>,
+  ): Promise<FinishRepairReply>;
 }
 
 /** Where a repair is, for `nodeStatus()[i].repair` and the service's `fenced_node_repair*` gauges. */
 export interface RepairProgress {
   /**
    * `claiming` (taking the node's repair marker, or starting over), `waiting` (another process repairs it),
-   * `sitting-out` (step 1), `reading` (step 2), `copying` (step 3), `finishing` (the final, marker-checked call).
+   * `reading` (step 2: sealing and reading the sources), `copying` (step 3), `finishing` (the final, marker-checked
+   * call).
    */
-  readonly phase: 'claiming' | 'waiting' | 'sitting-out' | 'reading' | 'copying' | 'finishing';
+  readonly phase: 'claiming' | 'waiting' | 'reading' | 'copying' | 'finishing';
   /** Token registers raised on the node so far (during and after `copying`). */
   readonly registersCopied?: number;
   /** Token registers to raise (known from `copying` on). */
@@ -74,7 +112,7 @@ export interface RepairProgress {
 export interface RepairContext {
   readonly nodes: readonly RepairNode[];
   readonly quorum: number;
-  readonly settings: Pick<CoordinatorSettings, 'maxTtlMs' | 'driftFactor'>;
+  /** Waits between polls while another process repairs the node, and paces the marker's renewals. */
   readonly clock: ProtocolClock;
   /** Bound of one repair call. */
   readonly callTimeoutMs: number;
@@ -93,7 +131,7 @@ export interface RepairTiming {
   readonly markerTtlMs: number;
   /** How often a waiting process looks whether another's repair finished or died. */
   readonly waitPollMs: number;
-  /** Registers per read batch (SCAN COUNT hint) and per raise batch. */
+  /** Keys per read batch (SCAN COUNT hint) and registers or leases per raise batch. */
   readonly batchSize: number;
   /** Tries per batch before the source (read) or the repair (raise) gives up. */
   readonly triesPerBatch: number;
@@ -108,6 +146,9 @@ export const DEFAULT_REPAIR_TIMING: RepairTiming = Object.freeze({
   triesPerBatch: 3,
   maxRestarts: 5,
 });
+
+/** Raise batches sent at once: the copy is bound by round trips, not by the node. */
+const RAISES_IN_FLIGHT = 4;
 
 /** The node restarted again (or the marker expired): the repair must start over from the claim. */
 class RepairRestart extends Error {
@@ -147,12 +188,12 @@ async function repairOnce(
   timing: RepairTiming,
   restartedBecause: string | undefined,
 ): Promise<void> {
-  const { clock, settings } = context;
+  const { clock } = context;
   const newId = context.newId ?? randomUUID;
   const repairId = newId();
   const timeout = context.callTimeoutMs;
 
-  // Step 1a: claim the marker — or wait while another process's repair runs.
+  // Step 1: claim the marker — or wait while another process's repair runs.
   for (;;) {
     context.closing.throwIfAborted();
     const claim = await retried(timing, () =>
@@ -163,50 +204,61 @@ async function repairOnce(
     context.status(target, 'restarted empty: another process is repairing it; waiting', { phase: 'waiting' });
     await clock.sleep(timing.waitPollMs, context.closing);
   }
-  // The claim observed the node empty: every grant that counted a promise it lost started before this moment.
-  const claimedAt = clock.now();
+  // The claim observed the node empty: every promise it lost was applied before this moment.
   const keeper = keepMarkerAlive(context, target, repairId, timing);
   try {
-    // Step 1b: sit out the longest ttl (plus drift) from the claim.
-    const sitOutMs = settings.maxTtlMs + driftMs(settings.maxTtlMs, settings.driftFactor);
-    context.status(
-      target,
-      `restarted empty: sits out ${sitOutMs} ms (maxTtlMs + drift) before copying registers and voting again` +
-        (restartedBecause === undefined ? '' : ` (${restartedBecause})`),
-      { phase: 'sitting-out' },
-    );
-    await keeper.sleep(claimedAt + sitOutMs - clock.now());
-
-    // Step 2: read N − quorum + 1 verified sources.
+    // Step 2: seal and read N − quorum + 1 verified sources. No wait comes before it: the seal, not time, keeps
+    // every round that began before it from recording anything on a source afterwards.
+    if (restartedBecause !== undefined) context.status(target, `restarted empty: ${restartedBecause}`);
     const sources = await readSources(context, target, timing, keeper);
 
-    // Step 3: raise the node, then finish while the marker is still ours.
+    // Step 3: raise the node and restore the live leases, then finish while the marker is still ours.
     const registers = [...sources.registers].filter(([, value]) => value > sources.floor);
+    const leases = [...sources.leases].map(([key, lease]) => [key, lease.value, lease.pttlMs] as const);
+    const total = registers.length;
     const copying = (copied: number): void =>
       context.status(
         target,
-        `restarted empty: copying the floor and ${registers.length} active token registers (${copied} copied)`,
-        { phase: 'copying', registersCopied: copied, registersTotal: registers.length },
+        `restarted empty: copying the floor, ${total} active token registers (${copied} copied) and ` +
+          `${leases.length} live leases`,
+        { phase: 'copying', registersCopied: copied, registersTotal: total },
       );
     copying(0);
-    let floorSent = false;
-    for (let i = 0; i < registers.length || !floorSent; i += timing.batchSize) {
-      keeper.throwIfLost();
-      const batch = registers.slice(i, i + timing.batchSize);
-      const raised = await retried(timing, () => target.repairRaise(timeout, repairId, sources.floor, batch));
-      if (raised.kind === 'no-repair-marker') throw new RepairRestart('its repair marker was lost');
-      if (raised.kind === 'corrupt')
-        throw new Error('its floor or a register holds something other than a token');
-      floorSent = true;
-      copying(Math.min(registers.length, i + batch.length));
+    // The floor goes with the first batch (an empty one when no register is above it); leases after the registers.
+    const batches: [(readonly [string, bigint])[], (readonly [string, string, number])[]][] = [];
+    for (let i = 0; i < registers.length || i === 0; i += timing.batchSize) {
+      batches.push([registers.slice(i, i + timing.batchSize), []]);
     }
+    for (let i = 0; i < leases.length; i += timing.batchSize) {
+      batches.push([[], leases.slice(i, i + timing.batchSize)]);
+    }
+    // Several batches in flight (raising is idempotent and order-free; each checks the marker itself).
+    let copied = 0;
+    let next = 0;
+    const raiseBatches = async (): Promise<void> => {
+      while (next < batches.length) {
+        const [registerBatch, leaseBatch] = batches[next++]!;
+        keeper.throwIfLost();
+        const raised = await retried(timing, () =>
+          target.repairRaise(timeout, repairId, sources.floor, registerBatch, leaseBatch),
+        );
+        if (raised.kind === 'no-repair-marker') throw new RepairRestart('its repair marker was lost');
+        if (raised.kind === 'corrupt')
+          throw new Error('its floor or a register holds something other than a token');
+        copied += registerBatch.length;
+        copying(copied);
+      }
+    };
+    await Promise.all(Array.from({ length: RAISES_IN_FLIGHT }, raiseBatches));
     keeper.throwIfLost();
-    context.status(target, 'restarted empty: registers copied; finishing the repair', {
+    context.status(target, 'restarted empty: registers and leases copied; finishing the repair', {
       phase: 'finishing',
-      registersCopied: registers.length,
-      registersTotal: registers.length,
+      registersCopied: total,
+      registersTotal: total,
     });
-    const finished = await retried(timing, () => target.finishRepair(timeout, repairId, newId()));
+    const finished = await retried(timing, () =>
+      target.finishRepair(timeout, repairId, newId(), newId(), sources.settings),
+    );
     if (finished.kind !== 'finished') throw new RepairRestart('its repair marker was lost before the finish');
   } finally {
     keeper.stop();
@@ -216,11 +268,20 @@ async function repairOnce(
 interface SourceRead {
   readonly floor: bigint;
   readonly registers: ReadonlyMap<string, bigint>;
+  /** Live leases: key → value and remaining ttl. */
+  readonly leases: ReadonlyMap<string, { readonly value: string; readonly pttlMs: number }>;
+  readonly settings: Readonly<Record<string, string>>;
+}
+
+/** How many sources a repair must seal and read in full: every majority without the node meets them. */
+export function sourcesRequired(nodes: number, quorum: number): number {
+  return nodes - quorum + 1;
 }
 
 /**
- * Reads every other node as a source, in parallel, and merges what at least `N − quorum + 1` of them returned in
- * full: the highest floor, and per register the highest value.
+ * Seals and reads `N − quorum + 1` sources in full, in parallel; a source that cannot be read (empty, under
+ * repair, restarted, unreachable) is replaced by the next candidate. Merges what they returned: the highest floor,
+ * per register the highest value, per lease the copy with the longest remaining ttl, and the settings.
  */
 async function readSources(
   context: RepairContext,
@@ -228,60 +289,93 @@ async function readSources(
   timing: RepairTiming,
   keeper: MarkerKeeper,
 ): Promise<SourceRead> {
-  const required = context.nodes.length - context.quorum + 1;
+  const required = sourcesRequired(context.nodes.length, context.quorum);
   const candidates = context.nodes.filter((n) => n !== target);
   if (candidates.length < required) {
     throw new Error(`needs ${required} other nodes to copy token registers from, has ${candidates.length}`);
   }
-  context.status(target, `restarted empty: reading token registers from ${required} of the other nodes`, {
+  context.status(target, `restarted empty: sealing and reading ${required} of the other nodes`, {
     phase: 'reading',
   });
-  const registers = new Map<string, bigint>();
-  let floor = 0n;
+  const merged = {
+    floor: 0n,
+    registers: new Map<string, bigint>(),
+    leases: new Map<string, { value: string; pttlMs: number }>(),
+    settings: {} as Record<string, string>,
+  };
   let complete = 0;
+  let next = 0;
   const problems: string[] = [];
-  await Promise.all(
-    candidates.map(async (source) => {
+  // `required` workers, each taking the next candidate until one is read in full.
+  const worker = async (): Promise<void> => {
+    while (next < candidates.length) {
+      const source = candidates[next++]!;
       try {
-        const read = await readSource(context, source, timing, keeper);
-        if (read.floor > floor) floor = read.floor;
+        const read = await readSource(context, source, timing, keeper, context.newId ?? randomUUID);
+        if (read.floor > merged.floor) merged.floor = read.floor;
         for (const [key, value] of read.registers) {
-          const known = registers.get(key);
-          if (known === undefined || value > known) registers.set(key, value);
+          const known = merged.registers.get(key);
+          if (known === undefined || value > known) merged.registers.set(key, value);
         }
+        for (const [key, lease] of read.leases) {
+          const known = merged.leases.get(key);
+          if (known === undefined || lease.pttlMs > known.pttlMs) merged.leases.set(key, lease);
+        }
+        mergeSettings(merged.settings, read.settings);
         complete++;
+        return;
       } catch (error) {
         if (error instanceof RepairRestart) throw error;
         problems.push(`node ${source.index} (${source.address}): ${messageOf(error)}`);
         context.reportError(source.index, 'repair-read', error);
       }
-    }),
-  );
+    }
+  };
+  await Promise.all(Array.from({ length: required }, worker));
   keeper.throwIfLost();
   if (complete < required) {
     throw new Error(
       `only ${complete} of the ${required} source nodes needed could be read${problems.length > 0 ? ` (${problems.join('; ')})` : ''}`,
     );
   }
-  return { floor, registers };
+  return merged;
 }
 
-/** Reads one source in full; throws when it is not a valid source or a batch keeps failing. */
+/**
+ * The sources' settings merged: a field the sources disagree on (a `settings set` that reached only some of them)
+ * takes the largest value for `maxTtlMs` — the node must not refuse a ttl that others accept — and the first
+ * source's value otherwise.
+ */
+function mergeSettings(into: Record<string, string>, from: Readonly<Record<string, string>>): void {
+  for (const [field, value] of Object.entries(from)) {
+    const known = into[field];
+    if (known === undefined) into[field] = value;
+    else if (field === 'maxTtlMs' && Number(value) > Number(known)) into[field] = value;
+  }
+}
+
+/** Seals one source (its first batch) and reads it in full; throws when it is not a valid source or a batch keeps failing. */
 async function readSource(
   context: RepairContext,
   source: RepairNode,
   timing: RepairTiming,
   keeper: MarkerKeeper,
+  newId: () => string,
 ): Promise<SourceRead> {
   const registers = new Map<string, bigint>();
+  const leases = new Map<string, { value: string; pttlMs: number }>();
+  let settings: Readonly<Record<string, string>> = {};
   let incarnation = '';
   let cursor = '0';
   let floor = 0n;
+  // The first batch seals the source with a fresh epoch (the same one on a retry of that batch).
+  let seal = newId();
   do {
     keeper.throwIfLost();
     const from = cursor;
+    const sealing = seal;
     const read = await retried(timing, () =>
-      source.repairRead(context.callTimeoutMs, from, timing.batchSize, incarnation),
+      source.repairRead(context.callTimeoutMs, from, timing.batchSize, incarnation, sealing),
     );
     switch (read.kind) {
       case 'not-initialized':
@@ -293,19 +387,20 @@ async function readSource(
       case 'corrupt':
         throw new Error('its floor holds something other than a token');
       case 'read':
+        seal = '';
         incarnation = read.incarnation;
         cursor = read.cursor;
         // The floor of the last batch counts: it includes every register folded away during the scan.
         floor = read.floor;
+        settings = read.settings;
         for (const [key, value] of read.registers) registers.set(key, value);
+        for (const [key, value, pttlMs] of read.leases) leases.set(key, { value, pttlMs });
     }
   } while (cursor !== '0');
-  return { floor, registers };
+  return { floor, registers, leases, settings };
 }
 
 interface MarkerKeeper {
-  /** Sleeps `ms` (or returns at once for `ms <= 0`); throws RepairRestart when the marker is lost meanwhile. */
-  sleep(ms: number): Promise<void>;
   throwIfLost(): void;
   stop(): void;
 }
@@ -359,18 +454,6 @@ function keepMarkerAlive(
     if (reason !== undefined) throw reason;
   };
   return {
-    async sleep(ms: number): Promise<void> {
-      throwIfLost();
-      if (ms > 0) {
-        try {
-          await context.clock.sleep(ms, stopOrClose);
-        } catch (error) {
-          throwIfLost();
-          throw error;
-        }
-      }
-      throwIfLost();
-    },
     throwIfLost(): void {
       throwIfLost();
       context.closing.throwIfAborted();

@@ -10,10 +10,16 @@
  * 3. Validity (redlock/validity.ts) is `ttl − elapsed − drift`, measured on the monotonic clock from the start of
  *    *this* attempt — before its first vote was sent, so every node's key expires no earlier than `start + ttl` —
  *    and after every round trip the attempt needed, including the token rounds. A lease with validity at or
- *    below `minValidityMs` is released and never handed out: no caller gets an already-expired lease. The restart
- *    repair (nodes/repair.ts) relies on this: a grant is decided within its ttl of its start, or not at all.
+ *    below `minValidityMs` is released and never handed out: no caller gets an already-expired lease. No token
+ *    argument rests on this timing (the restart repair seals instead of waiting, nodes/repair.ts); it is what
+ *    makes the lease useful, not what keeps tokens ordered.
  * 4. A failed attempt releases everything it may hold (partial grants, or any node when replies are missing) before
  *    the caller retries (DESIGN §2.4).
+ * 5. Seals (nodes/repair.ts): a node whose seal epoch changed refuses the call (SEALED) and records nothing; its reply
+ *    tells the new epoch, which the node adapter keeps. An attempt that lost because of such refusals is run once
+ *    more at once, as a new round with the new epochs and its own start; nothing of the refused round is counted.
+ *    A node that refuses the ttl as above the cluster's recorded maxTtlMs (TTL_ABOVE_MAX) makes the attempt fail
+ *    with a typed InvalidRequestError naming both values.
  *
  * Tests that fail when this breaks: test/unit/coordinator/protocol/acquire-attempt.test.ts (minority of promises, validity
  * from the wrong moment, a lease with no validity left), test/integration/coordinator/*.test.ts on real nodes.
@@ -26,7 +32,7 @@ import { driftMs, validityMs } from '../redlock/validity.js';
 import type { AcquireReply } from '../scripts/script-results.js';
 import { promiseRounds } from '../tokens/promise-rounds.js';
 import type { TokenProposer } from '../tokens/proposal.js';
-import { QuorumUnavailableError } from '@fenced/shared';
+import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
 import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { Releaser } from './release.js';
 
@@ -36,7 +42,9 @@ export type AttemptResult =
   | { readonly kind: 'failed'; readonly retryAfterMs: number | undefined; readonly contended: boolean }
   /** Too few votes from reachable nodes; `retryable` when slow (timed-out) nodes may answer next time. */
   | { readonly kind: 'unavailable'; readonly error: QuorumUnavailableError; readonly retryable?: boolean }
-  | { readonly kind: 'exhausted' };
+  | { readonly kind: 'exhausted' }
+  /** The nodes refused the request itself (a ttl above the cluster's recorded maxTtlMs): retrying cannot help. */
+  | { readonly kind: 'invalid'; readonly error: InvalidRequestError };
 
 export interface AttemptRequest {
   readonly resource: string;
@@ -53,12 +61,25 @@ export interface AttemptDeps {
   readonly jitter: () => number;
 }
 
-/** One attempt: lease votes and the first token round on every voting node, then more token rounds if needed. */
+/**
+ * One attempt: lease votes and the first token round on every voting node, then more token rounds if needed. Run
+ * once more at once when it lost only because nodes refused it as sealed (their new epochs are known now).
+ */
 export async function attemptAcquire(
   context: ProtocolContext,
   deps: AttemptDeps,
   request: AttemptRequest,
 ): Promise<AttemptResult> {
+  const first = await attemptOnce(context, deps, request);
+  return first.sealed ? attemptOnce(context, deps, request) : first;
+}
+
+/** `sealed`: the attempt failed and some node refused it as sealed. */
+async function attemptOnce(
+  context: ProtocolContext,
+  deps: AttemptDeps,
+  request: AttemptRequest,
+): Promise<AttemptResult & { readonly sealed?: boolean }> {
   const { resource, keys, leaseId, ttlMs } = request;
   const { settings, clock } = context;
   const guess = deps.proposer.firstGuess(resource);
@@ -75,6 +96,8 @@ export async function attemptAcquire(
   context.noteAbstentions(result.replies);
   let granted = 0;
   let promised = 0;
+  let sealed = false;
+  let maxTtlRecorded: number | undefined;
   const heldTtls: number[] = [];
   for (const reply of result.replies) {
     if (reply.state !== 'ok') continue;
@@ -86,6 +109,10 @@ export async function attemptAcquire(
     } else if (value.kind === 'held') {
       deps.proposer.observe(resource, value.cur);
       if (value.pttlMs >= 0) heldTtls.push(value.pttlMs);
+    } else if (value.kind === 'sealed') {
+      sealed = true;
+    } else if (value.kind === 'ttl-above-max') {
+      maxTtlRecorded = value.maxTtlMs;
     }
   }
 
@@ -93,6 +120,15 @@ export async function attemptAcquire(
     // Partial grants — and, when some replies are still out, any node at all — may hold our id: release
     // before the next attempt so a failed attempt never blocks others (DESIGN §2.4).
     await deps.releaser.undoAttempt(keys, leaseId);
+    if (maxTtlRecorded !== undefined) {
+      return {
+        kind: 'invalid',
+        error: new InvalidRequestError(
+          `ttlMs must be at most ${maxTtlRecorded}, the cluster's maxTtlMs recorded on the nodes (this process is ` +
+            `configured with ${settings.maxTtlMs}; see fenced-coordinator settings), got ${ttlMs}`,
+        ),
+      };
+    }
     // Classify from every node's final reply, not the snapshot at the decision: nodes still silent then (a
     // partition, a hang) would otherwise read as "held by another", and a majority cut off would end a wait
     // in LOCKED instead of QUORUM_UNAVAILABLE. The release above already waited out the same per-node bound.
@@ -118,7 +154,7 @@ export async function attemptAcquire(
     const needed = context.quorum - granted;
     const retryAfterMs =
       needed >= 1 && heldTtls.length >= needed ? heldTtls[needed - 1]! + 1 + deps.jitter() : undefined;
-    return { kind: 'failed', retryAfterMs, contended: granted > 0 };
+    return { kind: 'failed', retryAfterMs, contended: granted > 0, sealed };
   }
 
   // The lease won a majority. The token is valid only if a majority also promised it (DESIGN §3).

@@ -106,6 +106,8 @@ export async function acquireWithin(
         result = { kind: 'failed', retryAfterMs: undefined, contended: false };
       } else if (result.kind === 'exhausted') {
         throw new TokenExhaustedError(round.resource);
+      } else if (result.kind === 'invalid') {
+        throw result.error;
       }
       signal?.throwIfAborted();
       context.throwIfClosed();

@@ -14,7 +14,7 @@
  * Tests that fail when this breaks: test/unit/coordinator/protocol/extend.test.ts (an extend that succeeds on a minority),
  * test/fault/late-commands.test.ts on real nodes.
  */
-import { LeaseLostError } from '@fenced/shared';
+import { InvalidRequestError, LeaseLostError } from '@fenced/shared';
 import type { LeaseGrant } from '../lease/lease.js';
 import type { ResourceKeys } from '../redlock/keys.js';
 import { fanOut, maxAgainst } from '../redlock/quorum.js';
@@ -76,6 +76,14 @@ export async function extendOnQuorum(
       validityMs: validity,
       validUntil: start + ttlMs - driftMs(ttlMs, settings.driftFactor),
     };
+  }
+  const aboveMax = result.replies.find((r) => r.state === 'ok' && r.value.kind === 'ttl-above-max');
+  if (aboveMax?.state === 'ok' && aboveMax.value.kind === 'ttl-above-max') {
+    // The nodes refused the ttl itself; the lease is untouched (it keeps its current expiry).
+    throw new InvalidRequestError(
+      `ttlMs must be at most ${aboveMax.value.maxTtlMs}, the cluster's maxTtlMs recorded on the nodes ` +
+        `(see fenced-coordinator settings), got ${ttlMs}`,
+    );
   }
   const unavailable = result.replies.filter(
     (r) => r.state === 'error' || (r.state === 'ok' && r.value.kind === 'not-initialized'),

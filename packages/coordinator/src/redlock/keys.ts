@@ -22,35 +22,82 @@ export function resourceKeys(prefix: string, resource: string): ResourceKeys {
   return { lease: `${base}:lease`, token: `${base}:token`, channel: `${base}:released` };
 }
 
+/**
+ * The keys of one node's own state (DESIGN §3): everything a vote, a repair or an initialization depends on besides
+ * the resource's keys. Every node-state key is built here and nowhere else, so that a node that is a Redis Cluster
+ * (DESIGN §3c) can keep this state per slot by giving the builder a slot's hash tag: the scripts take these keys as
+ * KEYS and never build one themselves.
+ */
+export interface NodeStateKeys {
+  /** Absent: the node restarted empty and must not vote. */
+  readonly incarnation: string;
+  /**
+   * What an absent token register reads as. Registers of idle resources are folded into it, so memory tracks
+   * active resources while every answer stays at least every value the node ever promised.
+   */
+  readonly floor: string;
+  /**
+   * The seal epoch: a random id every promise-recording script compares with the one its caller carries; a repair's
+   * first read of the node changes it (nodes/repair.ts). Absent reads as the empty epoch.
+   */
+  readonly seal: string;
+  /** The cluster's settings recorded on the node (a hash: maxTtlMs, nodeCount, clusterId; nodes/cluster-settings.ts). */
+  readonly settings: string;
+  /** A repair in progress; the repair only completes if its marker survived. */
+  readonly repair: string;
+  /** Marks of fresh-cluster initializations in progress (nodes/fresh-cluster.ts). */
+  readonly fresh: string;
+  /** Lock of a fold pass: one process folds a node's idle registers per interval. */
+  readonly fold: string;
+}
+
+/** The node-state keys under `prefix` (one set per node today; per slot for a Cluster member, DESIGN §3c). */
+export function nodeStateKeys(prefix: string): NodeStateKeys {
+  const base = `${prefix}:node`;
+  return Object.freeze({
+    incarnation: `${base}:incarnation`,
+    floor: `${base}:floor`,
+    seal: `${base}:seal`,
+    settings: `${base}:settings`,
+    repair: `${base}:repair`,
+    fresh: `${base}:fresh`,
+    fold: `${base}:fold`,
+  });
+}
+
 /** Per-node key whose absence means the node restarted empty and must not vote (DESIGN §3). */
 export function incarnationKey(prefix: string): string {
-  return `${prefix}:node:incarnation`;
+  return nodeStateKeys(prefix).incarnation;
 }
 
-/**
- * Per-node floor (DESIGN §3): what an absent token register reads as. Registers of idle resources are folded into
- * it, so memory tracks active resources while every answer stays at least every value the node ever promised.
- */
+/** Per-node floor (see {@link NodeStateKeys.floor}). */
 export function floorKey(prefix: string): string {
-  return `${prefix}:node:floor`;
+  return nodeStateKeys(prefix).floor;
 }
 
-/** Per-node lock of a fold pass: one process folds a node's idle registers per interval. */
+/** Per-node seal epoch (see {@link NodeStateKeys.seal}). */
+export function sealKey(prefix: string): string {
+  return nodeStateKeys(prefix).seal;
+}
+
+/** Per-node record of the cluster's settings (see {@link NodeStateKeys.settings}). */
+export function settingsKey(prefix: string): string {
+  return nodeStateKeys(prefix).settings;
+}
+
+/** Per-node lock of a fold pass. */
 export function foldLockKey(prefix: string): string {
-  return `${prefix}:node:fold`;
+  return nodeStateKeys(prefix).fold;
 }
 
-/** Per-node marker of a repair in progress; the repair only completes if its marker survived. */
+/** Per-node marker of a repair in progress. */
 export function repairMarkerKey(prefix: string): string {
-  return `${prefix}:node:repair`;
+  return nodeStateKeys(prefix).repair;
 }
 
-/**
- * Per-node mark of a fresh-cluster initialization in progress (nodes/fresh-cluster.ts): a node is initialized
- * fresh only while it still holds the mark set before every other node was checked.
- */
+/** Per-node marks of a fresh-cluster initialization in progress. */
 export function freshMarkKey(prefix: string): string {
-  return `${prefix}:node:fresh`;
+  return nodeStateKeys(prefix).fresh;
 }
 
 /** SCAN pattern of every token register under the prefix (glob characters in the prefix escaped). */

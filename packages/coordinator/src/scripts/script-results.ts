@@ -25,6 +25,10 @@ export const ScriptCode = {
   BUSY: 11,
   /** fresh-init.lua: this initialization's init mark is gone from the node (it restarted, or the marks expired). */
   NO_INIT_MARK: 12,
+  /** The caller's seal epoch is not the node's (a repair read the node since): nothing written; `{13, epoch}`. */
+  SEALED: 13,
+  /** The ttl exceeds the cluster's maxTtlMs recorded on the node: nothing written; `{14, maxTtlMs}`. */
+  TTL_ABOVE_MAX: 14,
 } as const;
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
 
@@ -39,7 +43,8 @@ export type ScriptName =
   | 'repair-raise'
   | 'finish-repair'
   | 'fold'
-  | 'fresh-init';
+  | 'fresh-init'
+  | 'settings';
 
 /** The codes each script may return. */
 export const SCRIPT_CODES = {
@@ -49,9 +54,17 @@ export const SCRIPT_CODES = {
     ScriptCode.NOT_INITIALIZED,
     ScriptCode.CORRUPT,
     ScriptCode.CALL_ERROR,
+    ScriptCode.SEALED,
+    ScriptCode.TTL_ABOVE_MAX,
   ],
-  promise: [ScriptCode.OK, ScriptCode.REFUSED, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
-  extend: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED],
+  promise: [
+    ScriptCode.OK,
+    ScriptCode.REFUSED,
+    ScriptCode.NOT_INITIALIZED,
+    ScriptCode.CORRUPT,
+    ScriptCode.SEALED,
+  ],
+  extend: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED, ScriptCode.TTL_ABOVE_MAX],
   release: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.CALL_ERROR],
   inspect: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
   'repair-marker': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.BUSY, ScriptCode.NO_REPAIR_MARKER],
@@ -66,25 +79,37 @@ export const SCRIPT_CODES = {
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
+  settings: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
 
 /** Results shared by several scripts: the node must not vote. */
 export type Abstain = { readonly kind: 'not-initialized' } | { readonly kind: 'corrupt' };
+/**
+ * The call carried a seal epoch that is not the node's (a repair read the node since the caller last looked): it
+ * recorded nothing, and did not vote. The caller remembers `epoch` and uses it from its next round on.
+ */
+export type Sealed = { readonly kind: 'sealed'; readonly epoch: string };
+/** The ttl exceeds the cluster's maxTtlMs recorded on the node: nothing written, no vote. */
+export type TtlAboveMax = { readonly kind: 'ttl-above-max'; readonly maxTtlMs: number };
 
 export type AcquireReply =
   /** The register now holds the proposal, which the caller knows, so the node does not send it back. */
   | { readonly kind: 'granted'; readonly promised: true }
   | { readonly kind: 'granted'; readonly promised: false; readonly cur: bigint }
   | { readonly kind: 'held'; readonly pttlMs: number; readonly cur: bigint }
-  | Abstain;
+  | Abstain
+  | Sealed
+  | TtlAboveMax;
 export type PromiseReply =
   | { readonly kind: 'promised'; readonly cur: bigint }
   | { readonly kind: 'refused'; readonly cur: bigint }
-  | Abstain;
+  | Abstain
+  | Sealed;
 export type ExtendReply =
   | { readonly kind: 'extended'; readonly token: bigint | null }
   | { readonly kind: 'not-held' }
-  | { readonly kind: 'not-initialized' };
+  | { readonly kind: 'not-initialized' }
+  | TtlAboveMax;
 export type ReleaseReply = { readonly kind: 'released' } | { readonly kind: 'not-held' };
 export type InspectReply =
   | { readonly kind: 'view'; readonly held: boolean; readonly token: bigint | null }
@@ -101,7 +126,11 @@ export type RepairReadReply =
       /** SCAN cursor to continue from; '0' when the read is complete. */
       readonly cursor: string;
       readonly floor: bigint;
+      /** The cluster's settings recorded on the source (field → value; empty when none are recorded). */
+      readonly settings: Readonly<Record<string, string>>;
       readonly registers: readonly (readonly [key: string, value: bigint])[];
+      /** Live lease keys: key, value (`<leaseId>|<token>`) and remaining ttl in ms (> 0). */
+      readonly leases: readonly (readonly [key: string, value: string, pttlMs: number])[];
     }
   | { readonly kind: 'not-initialized' }
   | { readonly kind: 'under-repair' }
@@ -115,6 +144,10 @@ export type FoldReply =
   | { readonly kind: 'not-initialized' }
   | { readonly kind: 'corrupt' };
 export type FinishRepairReply = { readonly kind: 'finished' } | { readonly kind: 'no-repair-marker' };
+/** settings.lua: the settings hash after the call (field → value), or `not-initialized`. */
+export type SettingsReply =
+  | { readonly kind: 'settings'; readonly settings: Readonly<Record<string, string>> }
+  | { readonly kind: 'not-initialized' };
 /** fresh-init.lua: `ok` (marked, init mark still ours, or initialized), `initialized` (not fresh), `init-mark-lost`. */
 export type FreshInitReply =
   { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'init-mark-lost' };
@@ -131,6 +164,7 @@ export interface ScriptReplies {
   'finish-repair': FinishRepairReply;
   fold: FoldReply;
   'fresh-init': FreshInitReply;
+  settings: SettingsReply;
 }
 
 /**
@@ -156,6 +190,10 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'corrupt' });
       case ScriptCode.CALL_ERROR:
         throw r.callError();
+      case ScriptCode.SEALED:
+        return r.done({ kind: 'sealed', epoch: r.epoch(1) });
+      case ScriptCode.TTL_ABOVE_MAX:
+        return r.done({ kind: 'ttl-above-max', maxTtlMs: r.integer(1) });
     }
   },
   promise: (r) => {
@@ -168,6 +206,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'not-initialized' });
       case ScriptCode.CORRUPT:
         return r.done({ kind: 'corrupt' });
+      case ScriptCode.SEALED:
+        return r.done({ kind: 'sealed', epoch: r.epoch(1) });
     }
   },
   extend: (r) => {
@@ -178,6 +218,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'not-held' });
       case ScriptCode.NOT_INITIALIZED:
         return r.done({ kind: 'not-initialized' });
+      case ScriptCode.TTL_ABOVE_MAX:
+        return r.done({ kind: 'ttl-above-max', maxTtlMs: r.integer(1) });
     }
   },
   release: (r) => {
@@ -216,7 +258,10 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         const incarnation = r.text(1);
         const cursor = r.cursor(2);
         const floor = r.register(3);
-        return r.done({ kind: 'read', incarnation, cursor, floor, registers: r.registerPairs(4) });
+        const settings = r.fieldMap(4);
+        const registers = r.registerPairs(5);
+        const leases = r.leaseTriples(6);
+        return r.done({ kind: 'read', incarnation, cursor, floor, settings, registers, leases });
       }
       case ScriptCode.NOT_INITIALIZED:
         return r.done({ kind: 'not-initialized' });
@@ -258,6 +303,14 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'initialized' });
       case ScriptCode.NO_INIT_MARK:
         return r.done({ kind: 'init-mark-lost' });
+    }
+  },
+  settings: (r) => {
+    switch (r.code(SCRIPT_CODES.settings)) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'settings', settings: r.fieldMap(1) });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
     }
   },
   'finish-repair': (r) => {
@@ -359,13 +412,71 @@ class ReplyReader {
     return value;
   }
 
-  /** The rest of the reply from `index` on, as (key, token register value) pairs. */
+  /** A seal epoch: a string ('' for a node that has none). */
+  epoch(index: number): string {
+    const value = this.at(index);
+    if (typeof value !== 'string') throw this.malformed(`field ${index} must be a seal epoch`);
+    return value;
+  }
+
+  /** Field `index` is an array; its entries, checked to be there. */
+  private array(index: number, stride: number, what: string): readonly unknown[] {
+    const value = this.at(index);
+    if (!Array.isArray(value) || value.length % stride !== 0) {
+      throw this.malformed(`field ${index} must be an array of ${what}`);
+    }
+    return value as unknown[];
+  }
+
+  /** Field `index` as a flat field/value array of strings (HGETALL). */
+  fieldMap(index: number): Record<string, string> {
+    const items = this.array(index, 2, 'field/value pairs');
+    const map: Record<string, string> = {};
+    for (let i = 0; i < items.length; i += 2) {
+      const [field, value] = [items[i], items[i + 1]];
+      if (typeof field !== 'string' || typeof value !== 'string') {
+        throw this.malformed(`field ${index} must hold strings`);
+      }
+      map[field] = value;
+    }
+    return map;
+  }
+
+  /** Field `index` as (key, token register value) pairs. */
   registerPairs(index: number): [string, bigint][] {
-    if ((this.items.length - index) % 2 !== 0) throw this.malformed('expected key/value pairs');
+    const items = this.array(index, 2, 'key/value pairs');
     const pairs: [string, bigint][] = [];
-    for (let i = index; i < this.items.length; i += 2) pairs.push([this.text(i), this.register(i + 1)]);
-    this.used = Math.max(this.used, this.items.length);
+    for (let i = 0; i < items.length; i += 2) {
+      const [key, value] = [items[i], items[i + 1]];
+      if (typeof key !== 'string' || key === '' || typeof value !== 'string' || !DECIMAL.test(value)) {
+        throw this.malformed(`field ${index} must hold keys and decimal tokens`);
+      }
+      const token = BigInt(value);
+      if (token > MAX_TOKEN) throw this.malformed(`field ${index} holds a token above 2^63-1`);
+      pairs.push([key, token]);
+    }
     return pairs;
+  }
+
+  /** Field `index` as (lease key, value, remaining ttl) triples. */
+  leaseTriples(index: number): [string, string, number][] {
+    const items = this.array(index, 3, 'lease key/value/ttl triples');
+    const triples: [string, string, number][] = [];
+    for (let i = 0; i < items.length; i += 3) {
+      const [key, value, pttl] = [items[i], items[i + 1], items[i + 2]];
+      if (
+        typeof key !== 'string' ||
+        key === '' ||
+        typeof value !== 'string' ||
+        typeof pttl !== 'number' ||
+        !Number.isSafeInteger(pttl) ||
+        pttl <= 0
+      ) {
+        throw this.malformed(`field ${index} must hold lease keys, values and positive ttls`);
+      }
+      triples.push([key, value, pttl]);
+    }
+    return triples;
   }
 
   /** A token, or '' for none. */

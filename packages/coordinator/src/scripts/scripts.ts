@@ -13,16 +13,17 @@ import type { ScriptName } from './script-results.js';
  */
 export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' } = {
   acquire: 'batch',
-  promise: 4,
-  extend: 2,
+  promise: 5,
+  extend: 3,
   release: 'batch',
   inspect: 2,
   'repair-marker': 2,
-  'repair-read': 3,
+  'repair-read': 5,
   'repair-raise': 'batch',
-  'finish-repair': 2,
+  'finish-repair': 4,
   fold: 3,
-  'fresh-init': 2,
+  'fresh-init': 3,
+  settings: 2,
 };
 
 export const SCRIPT_NAMES = Object.keys(SCRIPT_KEY_COUNTS) as ScriptName[];

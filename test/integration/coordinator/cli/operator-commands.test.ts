@@ -122,7 +122,7 @@ describe('fenced-coordinator status', () => {
     const noCommand = await run(['frobnicate']);
     expect(noCommand.code).toBe(2);
     expect(noCommand.stderr).toContain(
-      'unknown command "frobnicate" (allowed: serve, status, inspect, repair, keygen)',
+      'unknown command "frobnicate" (allowed: serve, status, inspect, repair, settings, keygen)',
     );
   });
 });
@@ -223,6 +223,65 @@ describe('fenced-coordinator keygen', () => {
   });
 });
 
+describe('fenced-coordinator settings', () => {
+  interface SettingsJson {
+    nodes: { node: number; state: string; settings?: Record<string, string> }[];
+  }
+
+  it('shows the settings a fresh cluster recorded, changes max-ttl on every node, and coordinators then refuse or adopt', async () => {
+    const shown = await run(['settings', '--json']);
+    expect(shown.code, shown.stderr).toBe(0);
+    for (const node of json<SettingsJson>(shown).nodes) {
+      expect(node).toMatchObject({ state: 'ok', settings: { maxTtlMs: String(MAX_TTL_MS), nodeCount: '3' } });
+    }
+
+    const changed = await run(['settings', 'set', 'max-ttl', '4000', '--json']);
+    expect(changed.code, changed.stderr).toBe(0);
+    for (const node of json<SettingsJson>(changed).nodes) expect(node.settings?.maxTtlMs).toBe('4000');
+
+    // A process still configured with the old value refuses to start, naming both values...
+    const stale = new Coordinator({ nodes: env.urls, keyPrefix: prefix, maxTtlMs: MAX_TTL_MS });
+    const error: unknown = await stale.ready().catch((e: unknown) => e);
+    await stale.close();
+    expect((error as Error).name).toBe('ClusterSettingsError');
+    expect((error as Error).message).toMatch(
+      /configured with maxTtlMs 2000, .* recorded on the nodes is 4000/,
+    );
+    // ... unless told to adopt the recorded one; and the nodes themselves refuse a longer lease.
+    const adopting = new Coordinator({
+      nodes: env.urls,
+      keyPrefix: prefix,
+      maxTtlMs: MAX_TTL_MS,
+      clusterSettings: 'adopt',
+    });
+    try {
+      await adopting.ready();
+      expect(adopting.settings.maxTtlMs).toBe(4000);
+      const lease = await adopting.acquire(`settings-${randomUUID()}`, { ttlMs: 3_500 });
+      await lease.release();
+    } finally {
+      await adopting.close();
+    }
+    // The file's own coordinator (configured with 2000) learns of a longer ttl from the nodes' refusal only when
+    // the cluster's is lower: set it back lower than its 2000, and its acquire above the record is refused.
+    expect((await run(['settings', 'set', 'max-ttl', '1500'])).code).toBe(0);
+    const refused: unknown = await coordinator
+      .acquire(`settings-${randomUUID()}`, { ttlMs: 1_800 })
+      .catch((e: unknown) => e);
+    expect((refused as Error).message).toMatch(/ttlMs must be at most 1500, the cluster's maxTtlMs recorded/);
+    expect((await run(['settings', 'set', 'max-ttl', String(MAX_TTL_MS)])).code).toBe(0);
+  });
+
+  it('refuses a bad setting with exit code 2, saying what is allowed', async () => {
+    const bad = await run(['settings', 'set', 'max-ttl', 'soon']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/max-ttl takes a positive integer number of ms .* got "soon"/);
+    const unknown = await run(['settings', 'set', 'drift', '1']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/allowed: max-ttl/);
+  });
+});
+
 describe('fenced-coordinator repair', () => {
   it('repairs a node restarted empty until it votes again, printing its steps', async (ctx) => {
     const why = env.missing('restartWithoutData');
@@ -248,7 +307,6 @@ describe('fenced-coordinator repair', () => {
     // every step says how long the repair has run so far
     expect(events.filter((e) => e.event === 'progress' && typeof e.elapsedMs !== 'number')).toEqual([]);
     expect(events.filter((e) => e.event === 'progress').map((e) => e.phase)).toEqual([
-      'sitting-out',
       'reading',
       'copying',
       'finishing',

@@ -4,7 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshMarkKey, incarnationKey } from '../../../fixtures/keys.js';
+import {
+  freshMarkKey,
+  incarnationKey,
+  settingsKey,
+} from '../../../../packages/coordinator/src/redlock/keys.js';
 import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
 import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
@@ -39,7 +43,7 @@ describe('fresh-init.lua', () => {
       await runScript(
         redis,
         'fresh-init',
-        [incarnationKey(prefix), freshMarkKey(prefix)],
+        [incarnationKey(prefix), freshMarkKey(prefix), settingsKey(prefix)],
         [name, nonce, argument],
       ),
     );

@@ -70,7 +70,7 @@ describe('the per-node floor (mutants 12, 13)', () => {
     while ((await Promise.all(raw.map((r) => r.exists(registerKey)))).some((n) => n === 1)) await sleep(200);
 
     // A process that never saw the resource: its first guess is the time-derived one, far below `before`.
-    const fresh = coordinator({ keyPrefix });
+    const fresh = coordinator({ keyPrefix, maxTtlMs: 1_000 });
     const after = await fresh.acquire(resource, { ttlMs: 1_000 });
     expect(after.token).toBeGreaterThan(before.token);
     await after.release();

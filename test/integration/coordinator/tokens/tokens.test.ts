@@ -167,8 +167,15 @@ describe('fencing tokens on real nodes', () => {
     const promise = async (cur: string, t: string): Promise<unknown> => {
       const resource = unique('lua');
       await redis.set(tokenKey(resource), cur);
-      const keys = [nodeKeysOf().incarnation, nodeKeysOf().floor, keysOf(resource).lease, tokenKey(resource)];
-      return runScript(redis, 'promise', keys, ['lease-id-0123456789', t]);
+      const keys = [
+        'fenced:node:incarnation',
+        'fenced:node:floor',
+        'fenced:node:seal',
+        `fenced:{${resource}}:lease`,
+        tokenKey(resource),
+      ];
+      const epoch = (await redis.get('fenced:node:seal')) ?? '';
+      return runScript(redis, 'promise', keys, ['lease-id-0123456789', t, epoch]);
     };
     expect(await promise('99', '100')).toEqual([1, '100']); // longer is larger
     expect(await promise('100', '99')).toEqual([5, '100']);

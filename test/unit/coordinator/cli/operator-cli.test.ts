@@ -34,7 +34,7 @@ describe('fenced-coordinator command line', () => {
     const result = await cli(['stauts']);
     expect(result.code).toBe(2);
     expect(result.err).toContain(
-      'unknown command "stauts" (allowed: serve, status, inspect, repair, keygen)',
+      'unknown command "stauts" (allowed: serve, status, inspect, repair, settings, keygen)',
     );
   });
 

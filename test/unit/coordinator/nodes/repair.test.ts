@@ -1,9 +1,9 @@
 // Restart repair (nodes/repair.ts) on virtual time against in-memory nodes with the scripts' semantics, on fixed
-// schedules: the order of its steps (claim, sit out, only then read) and which sources it may copy from. The
-// protocol simulation (protocol-simulation.test.ts) shows what goes wrong without them; these tests pin the rules
-// themselves, one schedule each.
+// schedules: the sealed read (claim, then seal and read N − quorum + 1 sources at once, no wait), the leases it
+// copies, and which sources it may copy from. The protocol simulation (protocol-simulation.test.ts) shows what goes
+// wrong without them; these tests pin the rules themselves, one schedule each.
 //
-// These tests kill mutants 08 and 09 of test/mutants/ (docs/mutation-testing.md).
+// These tests kill mutants 09 and the seal rows of test/mutants/ (docs/mutation-testing.md).
 import { describe, expect, it } from 'vitest';
 import { repairNode, type RepairContext } from '../../../../packages/coordinator/src/nodes/repair.js';
 import { resourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
@@ -12,15 +12,12 @@ import { scriptedRig, type ScriptedRig } from '../../../support/protocol-sim/scr
 
 const KEYS = resourceKeys('fenced', 'repaired');
 const MAX_TTL_MS = 1_000;
-/** maxTtlMs + driftMs(maxTtlMs, 0.01), written out. */
-const SIT_OUT_MS = 1_012;
 
 function repairContext(rig: ScriptedRig): RepairContext {
   let ids = 0;
   return {
     nodes: rig.nodes,
     quorum: rig.context.quorum,
-    settings: rig.settings,
     clock: rig.world.clock(),
     callTimeoutMs: 100,
     closing: new AbortController().signal,
@@ -47,25 +44,61 @@ function rigWith(nodes: number, lost?: (message: string) => boolean) {
   return { rig, sent };
 }
 
-describe('restart repair: the order of its steps', () => {
-  it('sits out maxTtlMs + drift after claiming the node before it reads any source or raises anything', async () => {
-    const { rig, sent } = rigWith(3);
+describe('restart repair: the sealed read', () => {
+  it('seals and reads N − quorum + 1 sources right after the claim, with no wait, and votes again', async () => {
+    const { rig, sent } = rigWith(5);
     for (const model of rig.models) model.state.registers.set(KEYS.token, 5n);
     rig.models[0]!.loseState();
 
-    await rig.runAt(10, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING));
+    const { settledMs } = await rig.runAt(10, () =>
+      repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING),
+    );
 
     const claim = sent.find((s) => /->n0 repair-marker claim/.test(s.message))!;
-    const reads = sent.filter((s) => /repair-read/.test(s.message));
-    const raises = sent.filter((s) => /repair-raise/.test(s.message));
-    expect(reads.length).toBeGreaterThanOrEqual(2);
-    expect(raises.length).toBeGreaterThanOrEqual(1);
-    // The claim is the observation "this node is empty"; nothing is read before a whole max ttl has passed since.
-    for (const step of [...reads, ...raises])
-      expect(step.atMs - claim.atMs).toBeGreaterThanOrEqual(SIT_OUT_MS);
-    // And it did repair: the node votes again, with the register it had promised.
+    const seals = sent.filter((s) => /repair-read \(seal\)/.test(s.message));
+    // Exactly 3 of the 4 other nodes are sealed (5 − 3 + 1), each by the first batch of its read.
+    expect(seals.map((s) => s.message.match(/->n(\d)/)![1]).sort()).toEqual(['1', '2', '3']);
+    expect(new Set(rig.models.slice(1, 4).map((m) => m.state.seal)).size).toBe(3);
+    expect(rig.models[4]!.state.seal).toBe('');
+    // No wait: the seals go out one message after the claim's reply, and the repair ends a few messages later.
+    for (const seal of seals) expect(seal.atMs - claim.atMs).toBe(2);
+    expect(settledMs - 10).toBeLessThan(MAX_TTL_MS);
     expect(rig.models[0]!.state.incarnation).not.toBeNull();
     expect(rig.models[0]!.state.registers.get(KEYS.token)).toBe(5n);
+    // The repaired node has a seal epoch of its own: a call sent to it before it lost its state is refused.
+    expect(rig.models[0]!.state.seal).not.toBe('');
+  });
+
+  it('refuses a promise still in flight to a sealed source: the round carried the old epoch', async () => {
+    const { rig } = rigWith(3);
+    rig.models[0]!.loseState();
+    await rig.runAt(0, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING));
+    // The caller `c` saw the epoch '' before the repair; its call now lands on a sealed node.
+    const late = rig.models[1]!.promise(KEYS.lease, KEYS.token, 'late-lease', 99n, '');
+    expect(late).toEqual({ kind: 'sealed', epoch: rig.models[1]!.state.seal });
+    expect(rig.models[1]!.state.registers.get(KEYS.token)).toBeUndefined();
+    const acquire = rig.models[2]!.acquire(KEYS.lease, KEYS.token, 'late-lease', 500, 99n, '');
+    expect(acquire.kind).toBe('sealed');
+    expect(rig.models[2]!.state.leases.size).toBe(0);
+  });
+
+  it('copies live leases with their remaining ttl, and the settings, from the sources', async () => {
+    const { rig } = rigWith(3);
+    for (const model of rig.models.slice(1)) {
+      model.state.leases.set(KEYS.lease, { holder: 'holder', token: 7n, expiresAt: 800 });
+      model.state.registers.set(KEYS.token, 7n);
+      model.state.settings = { maxTtlMs: '1000', nodeCount: '3' };
+    }
+    rig.models[0]!.loseState();
+
+    await rig.runAt(100, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING));
+
+    const copied = rig.models[0]!.state.leases.get(KEYS.lease)!;
+    expect(copied.holder).toBe('holder');
+    expect(copied.token).toBe(7n);
+    // Read at 102 ms with 698 ms left, raised a few ms later: the copy ends no earlier than the sources' key.
+    expect(copied.expiresAt).toBeGreaterThanOrEqual(800);
+    expect(rig.models[0]!.state.settings).toEqual({ maxTtlMs: '1000', nodeCount: '3' });
   });
 });
 

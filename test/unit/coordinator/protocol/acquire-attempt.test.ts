@@ -32,10 +32,10 @@ const AHEAD = GUESS + 1_000n;
 
 /** A node where a rival's promise of the very value we propose always lands first: it refuses every round. */
 class OutbidModel extends SimNodeModel {
-  override promise(leaseKey: string, tokenKey: string, leaseId: string, proposal: bigint) {
+  override promise(leaseKey: string, tokenKey: string, leaseId: string, proposal: bigint, epoch: string) {
     const cur = this.state.registers.get(tokenKey) ?? this.state.floor;
     if (proposal > cur) this.state.registers.set(tokenKey, proposal);
-    return super.promise(leaseKey, tokenKey, leaseId, proposal);
+    return super.promise(leaseKey, tokenKey, leaseId, proposal, epoch);
   }
 }
 

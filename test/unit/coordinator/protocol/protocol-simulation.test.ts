@@ -1,10 +1,13 @@
 // The deterministic protocol simulation: the coordinator's real acquire attempt, token rounds and restart repair,
 // driven against in-memory nodes with the Lua scripts' semantics (test/support/protocol-sim/), under chosen message
-// delays, losses, duplicates, node state losses, concurrent repairs, folds into the floor and skewed client clocks.
+// delays, losses, duplicates, node state losses, concurrent repairs (each reading its sources over several batches,
+// anything allowed in between), folds into the floor, skewed client clocks, and processes that agree on nothing
+// but the nodes: their own ttl, maxTtlMs and nodeTimeoutMs, timers that run slow, monotonic clocks that jump.
 // G2 (unique tokens; a grant completed before another started has the smaller token) is checked after every event.
 //
-// Each search also runs against a deliberately broken repair (the negative controls) and must find its bug: a
-// search that cannot is not searching. `npm run soak -- --simulation` runs the random search much longer.
+// Each search also runs against a deliberately broken repair (the negative controls: the seal off; the old repair
+// that sits out its own maxTtlMs instead of sealing) and must find its bug, replayable from its decisions or its
+// seed: a search that cannot is not searching. `npm run soak -- --simulation` runs the random search much longer.
 import { describe, expect, it } from 'vitest';
 import { exploreExhaustively, randomChooser, replayChooser } from '../../../support/protocol-sim/explore.js';
 import { randomSpec } from '../../../support/protocol-sim/random-spec.js';
@@ -36,7 +39,7 @@ function amnesiaDuringGrant(repair: RepairVariant): ScenarioSpec {
     maxTtlMs: 3_000,
     clients: [
       { name: 'A', skewMs: 0, startsMs: [0] },
-      { name: 'B', skewMs: -HOUR_MS, startsMs: [7_000] },
+      { name: 'B', skewMs: -HOUR_MS, startsMs: [7_000], probes: true },
     ],
     amnesias: [{ node: 0, atMs: 2, repairDelaysMs: [1] }],
     folds: [],
@@ -58,7 +61,7 @@ function twoEmptyNodes(repair: RepairVariant): ScenarioSpec {
     maxTtlMs: 1_000,
     clients: [
       { name: 'A', skewMs: 0, startsMs: [0] },
-      { name: 'B', skewMs: -HOUR_MS, startsMs: [4_000, 6_000] },
+      { name: 'B', skewMs: -HOUR_MS, startsMs: [4_000, 6_000], probes: true },
     ],
     amnesias: [
       { node: 0, atMs: 50, repairDelaysMs: [0] },
@@ -67,6 +70,47 @@ function twoEmptyNodes(repair: RepairVariant): ScenarioSpec {
     folds: [],
     seededRegister: 0n,
     links: { delaysMs: [1, 30], losses: true, duplicates: false },
+    repair,
+  };
+}
+
+/**
+ * F23 in the small (the issue's schedule): three nodes. A acquires with a 6 s ttl, maxTtlMs 60 s, a 6 s node timeout
+ * and timers running 1.5 times slow; the links may hold its messages 2 s (or lose them). Node 0 loses its state 2 ms
+ * in; a repairer configured with maxTtlMs 500 starts 1 ms later. C, whose wall clock runs an hour behind and whose
+ * monotonic clock jumps 4 s ahead at 3 s, acquires at 4 s, after A's grant completed (A's lease still holds
+ * whichever node it reached late, so C can only win the other two).
+ */
+function settingsDisagree(repair: RepairVariant): ScenarioSpec {
+  return {
+    nodes: 3,
+    ttlMs: 500,
+    maxTtlMs: 500,
+    clients: [
+      {
+        name: 'A',
+        skewMs: 0,
+        startsMs: [0],
+        ttlMs: 6_000,
+        maxTtlMs: 60_000,
+        nodeTimeoutMs: 6_000,
+        clock: { timerScale: 1.5 },
+      },
+      {
+        name: 'C',
+        skewMs: -HOUR_MS,
+        startsMs: [4_000],
+        probes: true,
+        ttlMs: 500,
+        clock: { jumpAtMs: 3_000, jumpMs: 4_000 },
+      },
+    ],
+    repairer: { maxTtlMs: 500 },
+    fillerResources: 2,
+    amnesias: [{ node: 0, atMs: 2, repairDelaysMs: [1] }],
+    folds: [],
+    seededRegister: 0n,
+    links: { delaysMs: [1, 2_000], losses: true, duplicates: false },
     repair,
   };
 }
@@ -95,9 +139,9 @@ describe('protocol simulation: exhaustive within two unusual events', () => {
   );
 
   it(
-    'negative control: the old repair order (copy, then sit out) hands out a lower token, and replays',
+    'negative control: with the seal off, the same repair hands out a lower token, and replays',
     async () => {
-      const spec = amnesiaDuringGrant('copy-before-sit-out');
+      const spec = amnesiaDuringGrant('seal-off');
       const report = await exploreExhaustively((choose) => violationOf(spec, choose), {
         maxDeviations: 2,
         maxRuns: 20_000,
@@ -138,6 +182,37 @@ describe('protocol simulation: exhaustive within two unusual events', () => {
   );
 });
 
+describe('protocol simulation: processes with different settings and clocks (F23)', () => {
+  it(
+    'finds no G2 violation when the repairer’s maxTtlMs is far below another process’s grant window',
+    async () => {
+      const report = await exploreExhaustively((choose) => violationOf(settingsDisagree('real'), choose), {
+        maxDeviations: 2,
+        maxRuns: 20_000,
+      });
+      expect(report.failure).toBeNull();
+      expect(report.exhausted).toBe(true);
+      expect(report.runs).toBeGreaterThan(1_000);
+    },
+    SEARCH_TIMEOUT_MS,
+  );
+
+  it(
+    'negative control: the old repair that sits out its own maxTtlMs hands C a token below A’s, and replays',
+    async () => {
+      const spec = settingsDisagree('sit-out-only');
+      const report = await exploreExhaustively((choose) => violationOf(spec, choose), {
+        maxDeviations: 2,
+        maxRuns: 20_000,
+      });
+      expect(report.failure?.violation).toMatch(/token went backwards|duplicate token/);
+      const replayed = await runScenario(spec, replayChooser(report.failure!.choices), { log: true });
+      expect(replayed.violation).toBe(report.failure!.violation);
+    },
+    SEARCH_TIMEOUT_MS,
+  );
+});
+
 describe('protocol simulation: seeded random schedules', () => {
   const seeds =
     process.env.SIM_SEED !== undefined
@@ -151,6 +226,24 @@ describe('protocol simulation: seeded random schedules', () => {
         const result = await runScenario(randomSpec(seed), randomChooser(seed));
         expect(result.violation, `seed ${seed} (replay: SIM_SEED=${seed})`).toBeNull();
       }
+    },
+    SEARCH_TIMEOUT_MS,
+  );
+
+  it(
+    'negative control: seeded random schedules of F23 find G2 broken by the sit-out-only repair (and the sealed one keeps it), and the seed replays it',
+    async () => {
+      let found: number | null = null;
+      let violation: string | null = null;
+      for (let seed = 1_000; seed < 1_000 + 4 * RANDOM_RUNS && found === null; seed++) {
+        const result = await runScenario(settingsDisagree('sit-out-only'), randomChooser(seed, 0.7));
+        if (result.violation !== null) [found, violation] = [seed, result.violation];
+        const sealed = await runScenario(settingsDisagree('real'), randomChooser(seed, 0.7));
+        expect(sealed.violation, `seed ${seed}`).toBeNull();
+      }
+      expect(found, 'no seed found the sit-out-only repair unsafe').not.toBeNull();
+      const replayed = await runScenario(settingsDisagree('sit-out-only'), randomChooser(found!, 0.7));
+      expect(replayed.violation).toBe(violation);
     },
     SEARCH_TIMEOUT_MS,
   );

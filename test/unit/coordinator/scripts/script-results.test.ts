@@ -16,14 +16,30 @@ import {
 
 /** A well-formed sample reply for every (script, code) pair the contracts allow. */
 const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
-  acquire: { 1: [1, 0, '42'], 2: [2, 1500, '9223372036854775807'], 3: [3], 4: [4], 7: [7, 'ERR x'] },
-  promise: { 1: [1, '43'], 5: [5, '44'], 3: [3], 4: [4] },
-  extend: { 1: [1, '42'], 2: [2], 3: [3] },
+  acquire: {
+    1: [1, 0, '42'],
+    2: [2, 1500, '9223372036854775807'],
+    3: [3],
+    4: [4],
+    7: [7, 'ERR x'],
+    13: [13, 'epoch-2'],
+    14: [14, 3000],
+  },
+  promise: { 1: [1, '43'], 5: [5, '44'], 3: [3], 4: [4], 13: [13, ''] },
+  extend: { 1: [1, '42'], 2: [2], 3: [3], 14: [14, 3000] },
   release: { 1: [1], 2: [2], 7: [7, 'ERR x'] },
   inspect: { 1: [1, 1, '42'], 3: [3] },
   'repair-marker': { 1: [1], 10: [10], 11: [11], 6: [6] },
   'repair-read': {
-    1: [1, 'incarnation-1', '17', '100', 'fenced:{a}:token', '42', 'fenced:{b}:token', '7'],
+    1: [
+      1,
+      'incarnation-1',
+      '17',
+      '100',
+      ['maxTtlMs', '3000', 'nodeCount', '3'],
+      ['fenced:{a}:token', '42', 'fenced:{b}:token', '7'],
+      ['fenced:{a}:lease', 'lease-1|42', 1500],
+    ],
     3: [3],
     4: [4],
     8: [8],
@@ -33,6 +49,7 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
   'finish-repair': { 1: [1], 6: [6] },
   fold: { 1: [1, '0', 3], 11: [11], 3: [3], 4: [4] },
   'fresh-init': { 1: [1], 10: [10], 12: [12] },
+  settings: { 1: [1, ['maxTtlMs', '3000']], 3: [3] },
 };
 
 describe('script result codes', () => {
