@@ -166,15 +166,16 @@ describe('contention', () => {
     const { loadScripts, runScript } = await import('../../../packages/coordinator/src/scripts/scripts.js');
     await loadScripts(client);
     await client.set(leaseKey(resource), 'attempt-id-0123456789|5', 'PX', 30_000);
+    const node = nodeKeysOf();
     const keys = [
-      'fenced:node:incarnation',
-      'fenced:node:floor',
-      'fenced:node:seal',
-      'fenced:node:settings',
+      node.incarnation,
+      node.floor,
+      node.seal,
+      node.settings,
       leaseKey(resource),
-      `fenced:{${resource}}:token`,
+      keysOf(resource).token,
     ];
-    const epoch = (await client.get('fenced:node:seal')) ?? '';
+    const epoch = (await client.get(node.seal)) ?? '';
     const mine = await runScript(client, 'acquire', keys, ['attempt-id-0123456789', 5_000, '100', epoch]);
     expect(mine).toEqual([[1, 1]]);
     const [theirs] = (await runScript(client, 'acquire', keys, [

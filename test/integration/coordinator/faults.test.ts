@@ -199,7 +199,7 @@ describe('a node restarted empty', () => {
       expect(status.voting).toBe(false);
       expect(status.problems.join('\n')).toMatch(/restarted empty/);
       // The node itself refuses to vote: every script checks the incarnation key.
-      expect(await direct.exists(`${keyPrefix}:node:incarnation`)).toBe(0);
+      expect(await direct.exists(nodeKeysOf(keyPrefix).incarnation)).toBe(0);
 
       // The other four still grant, with larger tokens.
       const during = await c.acquire(resource, { ttlMs: 1_000 });
@@ -209,8 +209,8 @@ describe('a node restarted empty', () => {
 
       await c.repairNode(1);
       expect((await c.nodeStatus())[1]).toMatchObject({ voting: true, problems: [] });
-      expect(await direct.exists(`${keyPrefix}:node:incarnation`)).toBe(1);
-      const copied = await direct.get(`${keyPrefix}:{${resource}}:token`);
+      expect(await direct.exists(nodeKeysOf(keyPrefix).incarnation)).toBe(1);
+      const copied = await direct.get(keysOf(resource, keyPrefix).token);
       expect(copied).not.toBeNull();
       // The repair read N - quorum + 1 nodes when it started: at least every token granted before the restart.
       // (Grants made while the node abstained live on majorities without it.)
