@@ -88,6 +88,9 @@ export class Redlock extends EventEmitter {
     }
     this.settings = Object.freeze({ ...DEFAULT_REDLOCK_SETTINGS, ...(redlockSettings as Partial<Settings>) });
     this.coordinator = new Coordinator({
+      // A redlock user does not pick fenced's maximum TTL: unless this process names one, it runs with the one the
+      // cluster recorded on its nodes (one that names another is refused, as any fenced process is).
+      clusterSettings: fencedSettings.maxTtlMs === undefined ? 'adopt' : 'require-match',
       ...(fencedSettings as FencedSettings),
       // Recognised by what they can do (any copy of ioredis 4.28+ or 5); a Cluster is refused with its reason.
       nodes: [...this.clients] as Redis[],

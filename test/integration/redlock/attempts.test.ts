@@ -67,20 +67,23 @@ describe('@fenced/redlock attempts', () => {
 describe('@fenced/redlock locks longer than maxTtlMs', () => {
   it('emits an `error` (ExecutionError caused by LeaseLostError) and zeroes expiration when the keeper loses the lock', async () => {
     const maxTtlMs = 1_000;
-    const redlock = newRedlock({ maxTtlMs });
+    // Its own key prefix: the maximum TTL is the cluster's setting under a prefix, and the other tests share the nodes.
+    const keyPrefix = 'fenced-max-ttl';
+    const redlock = newRedlock({ maxTtlMs, keyPrefix });
     const errors: Error[] = [];
     redlock.on('error', (error: Error) => errors.push(error));
     const lock = await redlock.acquire(['{attempts}kept'], 10 * maxTtlMs);
-    expect(await lockValue(nodes[0]!, '{attempts}kept')).toBe(lock.value);
+    expect(await lockValue(nodes[0]!, '{attempts}kept', keyPrefix)).toBe(lock.value);
     // Another holder on every node: the keeper's next extension finds it.
-    for (const node of nodes) await node.set(leaseKey('{attempts}kept'), 'successor', 'PX', 60_000);
+    for (const node of nodes)
+      await node.set(leaseKey('{attempts}kept', keyPrefix), 'successor', 'PX', 60_000);
     for (let i = 0; i < 200 && errors.length === 0; i++) await sleep(20);
     const lost = errors.find((e) => e instanceof ExecutionError);
     expect(lost).toBeInstanceOf(ExecutionError);
     expect(lost!.cause).toBeInstanceOf(LeaseLostError);
     expect(lock.expiration).toBe(0);
     // The successor's keys are untouched.
-    for (const node of nodes) expect(await node.get(leaseKey('{attempts}kept'))).toBe('successor');
-    for (const node of nodes) await node.del(leaseKey('{attempts}kept'));
+    for (const node of nodes) expect(await node.get(leaseKey('{attempts}kept', keyPrefix))).toBe('successor');
+    for (const node of nodes) await node.del(leaseKey('{attempts}kept', keyPrefix));
   });
 });

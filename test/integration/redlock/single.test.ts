@@ -61,24 +61,27 @@ describe('@fenced/redlock on a single instance (ported from node-redlock)', () =
 
   it('keeps a lock longer than maxTtlMs: the lease on the node never exceeds maxTtlMs and is extended until the duration is over', async () => {
     const maxTtlMs = 2_000;
-    const redlock = newRedlock({ maxTtlMs });
+    // Its own key prefix: the maximum TTL is a setting of the cluster (recorded on the nodes under the prefix), and
+    // the other tests here share these nodes with the default one.
+    const keyPrefix = 'fenced-max-ttl';
+    const redlock = newRedlock({ maxTtlMs, keyPrefix });
     const duration = 3 * maxTtlMs;
 
     const lock = await redlock.acquire(['{redlock}long'], duration);
     expect(lock.expiration).toBeGreaterThan(Date.now() + maxTtlMs);
-    expect(await lockTtl(redis, '{redlock}long')).toBeLessThanOrEqual(maxTtlMs);
-    const token = await storedToken(redis, '{redlock}long');
+    expect(await lockTtl(redis, '{redlock}long', keyPrefix)).toBeLessThanOrEqual(maxTtlMs);
+    const token = await storedToken(redis, '{redlock}long', keyPrefix);
 
     // Past the first lease's ttl, the same grant still holds the resource: extended, with the same token.
     await sleep(maxTtlMs + 500);
-    expect(await lockValue(redis, '{redlock}long')).toBe(lock.value);
-    expect(await lockTtl(redis, '{redlock}long')).toBeLessThanOrEqual(maxTtlMs);
-    expect(await storedToken(redis, '{redlock}long')).toBe(token);
+    expect(await lockValue(redis, '{redlock}long', keyPrefix)).toBe(lock.value);
+    expect(await lockTtl(redis, '{redlock}long', keyPrefix)).toBeLessThanOrEqual(maxTtlMs);
+    expect(await storedToken(redis, '{redlock}long', keyPrefix)).toBe(token);
     expect(lock.token).toBe(token);
 
     // Once the requested duration is over, the lock is gone, as it would have expired.
     await sleep(Math.max(0, lock.expiration - Date.now()) + 100);
-    expect(await redis.get(leaseKey('{redlock}long'))).toBeNull();
+    expect(await redis.get(leaseKey('{redlock}long', keyPrefix))).toBeNull();
   });
 
   it("a duration of Number.MAX_SAFE_INTEGER / 10 (redlock's own tests) is granted and released", async () => {

@@ -11,7 +11,7 @@ import {
 } from '../../fixtures/service-fixture.js';
 
 const SERVER_ENTRY = fileURLToPath(
-  new URL('../../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),
+  new URL('../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),
 );
 
 describe('coordinator service: disconnects during a wait, graceful shutdown, the entry point', () => {

@@ -6,7 +6,7 @@ import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-clust
 import { eventually, lockPath, startTestService, unique } from '../../fixtures/service-fixture.js';
 
 const SERVER_ENTRY = fileURLToPath(
-  new URL('../../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),
+  new URL('../../../packages/coordinator/src/bin/fenced-coordinator.ts', import.meta.url),
 );
 const WORKERS = 16;
 

@@ -306,11 +306,9 @@ describe('fenced-coordinator repair', () => {
     expect(events.at(-1)).toMatchObject({ event: 'done', status: { voting: true } });
     // every step says how long the repair has run so far
     expect(events.filter((e) => e.event === 'progress' && typeof e.elapsedMs !== 'number')).toEqual([]);
-    expect(events.filter((e) => e.event === 'progress').map((e) => e.phase)).toEqual([
-      'reading',
-      'copying',
-      'finishing',
-    ]);
+    // The phases in order (a long phase also prints periodic progress lines of the same phase).
+    const phases = events.filter((e) => e.event === 'progress').map((e) => e.phase);
+    expect(phases.filter((phase, i) => phase !== phases[i - 1])).toEqual(['reading', 'copying', 'finishing']);
     const status = await run(['status', '--json']);
     expect(json<StatusJson>(status).nodes[1]).toMatchObject({
       reachable: true,
