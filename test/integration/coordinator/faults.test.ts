@@ -194,12 +194,18 @@ describe('a node restarted empty', () => {
     await target.restart({ keepData: false });
     const direct = new Redis(target.url);
     try {
-      await eventually(async () => (await c.nodeStatus())[1]!.reachable);
-      const status = (await c.nodeStatus())[1]!;
+      // The view of the probe that first reaches it again: the sealed repair needs no wait, so a later view may
+      // already show it repaired.
+      let status = (await c.nodeStatus())[1]!;
+      await eventually(async () => {
+        status = (await c.nodeStatus())[1]!;
+        return status.reachable;
+      });
       expect(status.voting).toBe(false);
       expect(status.problems.join('\n')).toMatch(/restarted empty/);
-      // The node itself refuses to vote: every script checks the incarnation key.
-      expect(await direct.exists(nodeKeysOf(keyPrefix).incarnation)).toBe(0);
+      // (The node itself refuses every vote while it has no incarnation key — pinned script by script in
+      // sealed-scripts.test.ts. Not read here: the sealed repair needs no wait, so the background repair this probe
+      // started may already have finished.)
 
       // The other four still grant, with larger tokens.
       const during = await c.acquire(resource, { ttlMs: 1_000 });
