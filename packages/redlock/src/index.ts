@@ -2,4 +2,4 @@ export { Redlock, Redlock as default, DEFAULT_REDLOCK_SETTINGS } from './redlock
 export type { Settings, FencedSettings, RedlockAbortSignal } from './redlock.js';
 export { Lock } from './lock.js';
 export { ExecutionError, ResourceLockedError } from './errors.js';
-export type { ExecutionStats, ExecutionResult } from './errors.js';
+export type { Client, ExecutionStats, ExecutionResult } from './errors.js';
