@@ -95,6 +95,10 @@ const soakStarted = performance.now();
 /** This process's memory and every node's used_memory, in MB: one line per run, to see a trend. */
 async function memoryLine(): Promise<string> {
   const mb = (bytes: number): string => (bytes / 1_048_576).toFixed(1);
+  // With `--expose-gc` (npm run soak passes it) a full collection runs first, so the samples show what is live
+  // rather than where the collector happened to be.
+  const collect = (globalThis as { gc?: () => void }).gc;
+  collect?.();
   const usage = process.memoryUsage();
   const nodes = await Promise.all(
     world.urls.map(async (url) => {
@@ -111,7 +115,7 @@ async function memoryLine(): Promise<string> {
     }),
   );
   const at = ((performance.now() - soakStarted) / 60_000).toFixed(1);
-  return `memory at ${at} min: rss ${mb(usage.rss)} MB, heap ${mb(usage.heapUsed)} MB; redis used_memory ${nodes.join(' / ')} MB`;
+  return `memory at ${at} min${collect === undefined ? '' : ' (after a full GC)'}: rss ${mb(usage.rss)} MB, heap ${mb(usage.heapUsed)} MB; redis used_memory ${nodes.join(' / ')} MB`;
 }
 
 try {
