@@ -24,7 +24,7 @@ import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
 import type { UnsafeNode } from '../errors.js';
-import type { CoordinatorSettings } from '../options.js';
+import { MAX_TIMER_MS, type CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
@@ -339,29 +339,37 @@ export class NodeSet implements ProtocolContext {
    * @throws ClusterSettingsError (rejecting `started()`, so every operation and `ready()`)
    */
   private async checkClusterSettings(): Promise<void> {
-    const configured = { maxTtlMs: this.settings.maxTtlMs, nodeCount: this.nodes.length };
+    const configured = {
+      maxTtlMs: this.settings.maxTtlMs,
+      nodeCount: this.nodes.length,
+      keyLayout: this.settings.keyLayout,
+    };
+    // A node without a recorded layout was initialized before layouts were recorded: its registers are in the
+    // 'fenced' layout, whatever this process is configured with.
+    const upgrade = settingsRecord({ ...configured, keyLayout: 'fenced' });
     const recorded = await Promise.all(
       this.nodes.map(async (node): Promise<RecordedSettings | undefined> => {
         if (!node.initialized || node.lastProbe?.reachable !== true) return undefined;
         try {
-          const reply = await node.settings(this.probeTimeoutMs, 'record', settingsRecord(configured));
+          const reply = await node.settings(this.probeTimeoutMs, 'record', upgrade);
           return reply.kind === 'settings' ? parseRecorded(reply.settings) : undefined;
         } catch {
           return undefined; // reported as a nodeError event; a node that cannot be read has no say
         }
       }),
     );
-    const { maxTtlMs } = reconcileSettings(
+    const { maxTtlMs, keyLayout } = reconcileSettings(
       configured,
       recorded,
       this.settings.clusterSettings,
       (i) => `node ${i} (${this.nodes[i]!.address})`,
     );
-    if (maxTtlMs !== this.settings.maxTtlMs) {
+    if (maxTtlMs !== this.settings.maxTtlMs || keyLayout !== this.settings.keyLayout) {
       this.settings = Object.freeze({
         ...this.settings,
         maxTtlMs,
-        tokenRetentionMs: Math.max(this.settings.tokenRetentionMs, maxTtlMs),
+        keyLayout,
+        tokenRetentionMs: Math.min(Math.max(this.settings.tokenRetentionMs, maxTtlMs), MAX_TIMER_MS),
       });
     }
   }
@@ -434,7 +442,11 @@ export class NodeSet implements ProtocolContext {
     const outcome = await initializeFreshCluster(this.nodes, {
       timeoutMs: this.probeTimeoutMs,
       markTtlMs: FRESH_MARK_TTL_MS,
-      settings: settingsRecord({ maxTtlMs: this.settings.maxTtlMs, nodeCount: this.nodes.length }),
+      settings: settingsRecord({
+        maxTtlMs: this.settings.maxTtlMs,
+        nodeCount: this.nodes.length,
+        keyLayout: this.settings.keyLayout,
+      }),
       // A node whose configuration is refused is checked like the others but not initialized: it joins later.
       initialize: (index) => uninitialized.includes(this.nodes[index]!),
     });

@@ -15,6 +15,7 @@ describe('resource keys', () => {
   it('namespaces and hash-tags every key of a resource', () => {
     expect(resourceKeys('fenced', 'orders/42')).toEqual({
       lease: 'fenced:{orders/42}:lease',
+      record: 'fenced:{orders/42}:lease',
       token: 'fenced:{orders/42}:token',
       channel: 'fenced:{orders/42}:released',
     });
