@@ -397,13 +397,21 @@ export class NodeSet implements ProtocolContext {
     try {
       // Also a voting node whose connection dropped: its state change (down) is then seen within a second,
       // without waiting for a vote or a status call.
-      const idle = this.nodes.filter(
-        (n) =>
-          (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
-            n.lastProbe?.reachable === false ||
-            (n.owned && n.client.status !== 'ready')) &&
-          !this.repairs.has(n.index),
-      );
+      // Without a quorum of voting nodes in this process's view, every node is probed, voting or under repair:
+      // if every node turns out empty (all flushed, or all restarted without their data), no repair can find a
+      // source, and the set is initialized afresh instead (afterProbe holds the argument). A node still counted as
+      // voting may have lost its state unseen: a failed attempt does not always wait for its reply.
+      const withoutQuorum =
+        this.nodes.filter((n) => n.isVoting(this.settings.unsafeAllowUnsafeNodes)).length < this.quorum;
+      const idle = withoutQuorum
+        ? [...this.nodes]
+        : this.nodes.filter(
+            (n) =>
+              (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
+                n.lastProbe?.reachable === false ||
+                (n.owned && n.client.status !== 'ready')) &&
+              !this.repairs.has(n.index),
+          );
       if (idle.length === 0) return;
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
       await this.afterProbe();
@@ -436,7 +444,15 @@ export class NodeSet implements ProtocolContext {
     if (!this.nodes.every((n) => n.lastProbe?.reachable === true && n.lastProbe.initialized === false))
       return;
     // No node is initialized as far as the last probe saw: a brand-new cluster, or several coordinators starting
-    // one together. The probe is no proof (a node can be initialized, vote and restart empty meanwhile), so the
+    // one together — or a cluster whose every node lost its state (all flushed, or all restarted without their
+    // data), seen by a process that ran before. That last case is initialized afresh too, with repairs of these
+    // nodes possibly still waiting: no repair can succeed (it needs N − quorum + 1 initialized sources, and none
+    // is left), and a process that starts now would take exactly this path, so refusing here would protect
+    // nothing and only make availability wait for a restart. What it costs is said in DESIGN §3's terms: every
+    // promise is gone from every node, so G2 across the loss rests on the proposals alone — this process's memory
+    // of the registers it saw and the time floor (tokens/proposal.ts) — not on the nodes; the guard's high-water
+    // marks still refuse any token below one it accepted (G1). Each step below is the fresh-cluster protocol
+    // unchanged, so a node that another process initializes or repairs meanwhile makes it give up. The probe is no proof (a node can be initialized, vote and restart empty meanwhile), so the
     // initialization marks, checks and only then initializes every node (nodes/fresh-cluster.ts holds the
     // argument). With any node unreachable, nothing is initialized.
     const outcome = await initializeFreshCluster(this.nodes, {
