@@ -163,9 +163,12 @@ export function freshMarkKey(prefix: string): string {
   return nodeStateKeys(prefix).fresh;
 }
 
-/** SCAN pattern of every token register under the prefix (glob characters in the prefix escaped). */
+/**
+ * SCAN pattern of every token register under the prefix (glob characters in the prefix escaped), in either layout:
+ * `<prefix>:{<resource>}:token` and `<prefix>:{<slot tag>}:<resource>:token`.
+ */
 export function tokenKeyPattern(prefix: string): string {
-  return `${globEscape(prefix)}:{*}:token`;
+  return `${globEscape(prefix)}:{*:token`;
 }
 
 /** SCAN pattern of every resource key (lease or token register) under the prefix; node keys excluded. */

@@ -116,6 +116,40 @@ describe("keyLayout 'redlock'", () => {
   });
 });
 
+describe("folding in the 'redlock' layout", () => {
+  it("folds an idle register into the floor, never one whose lease is live (found by the lease's record)", async () => {
+    const prefix = 'fenced-layout-fold';
+    const folding = fx.another({
+      keyPrefix: prefix,
+      keyLayout: 'redlock',
+      maxTtlMs: 2_000,
+      tokenRetentionMs: 2_000,
+    });
+    await folding.ready();
+    const live = `{redlock}${unique('live')}`;
+    const idle = `{redlock}${unique('idle')}`;
+    const held = await folding.acquire(live, { ttlMs: 2_000, autoExtend: true });
+    const released = await folding.acquire(idle, { ttlMs: 2_000 });
+    await released.release();
+    await eventually(
+      async () => {
+        const left = await Promise.all(fx.raw.map((n) => n.exists(keysOf(idle, prefix, 'redlock').token)));
+        return left.every((n) => n === 0);
+      },
+      { what: 'the idle register to be folded', intervalMs: 200 },
+    );
+    for (const node of fx.raw) {
+      // Untouched for longer than the retention too, but its lease is live: kept.
+      expect(await node.get(keysOf(live, prefix, 'redlock').token)).toBe(held.token.toString());
+      expect(BigInt((await node.get(nodeKeysOf(prefix).floor))!) >= released.token).toBe(true);
+    }
+    await held.release();
+    const again = await folding.acquire(idle, { ttlMs: 1_000 });
+    expect(again.token > released.token).toBe(true);
+    await again.release();
+  }, 60_000);
+});
+
 describe('the key layout is a setting of the cluster', () => {
   afterEach(async () => {
     await fx.closeOthers();
