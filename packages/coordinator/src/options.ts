@@ -8,6 +8,7 @@ import {
   mergeOptions,
   type NumberRange,
 } from '@fenced/shared';
+import { MAX_TIMER_MS } from './redlock/timer-limit.js';
 import { KEY_LAYOUTS, type KeyLayout } from './redlock/keys.js';
 import { driftMs } from './redlock/validity.js';
 import type { SigningKey } from './signing/lease-signer.js';
@@ -137,7 +138,7 @@ export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
 } satisfies Omit<CoordinatorSettings, 'tokenRetentionMs'>);
 
 /** Largest `waitMs`, `tokenRetentionMs` and delay accepted: what a Node.js timer can hold (about 24.8 days). */
-export const MAX_TIMER_MS = 2_147_483_647;
+export { MAX_TIMER_MS };
 
 // No braces (they would change the hash tag), no whitespace or control characters.
 const KEY_PREFIX = /^[^\s{}\u0000-\u001f\u007f-\u009f]{1,64}$/u; // eslint-disable-line no-control-regex
