@@ -112,7 +112,8 @@ export interface RepairNode {
 export interface RepairProgress {
   /**
    * `claiming` (taking the node's repair marker, or starting over), `waiting` (another process repairs it),
-   * `reading` (step 2: sealing and reading the sources), `copying` (step 3), `finishing` (the final, marker-checked
+   * `reading` (step 2: sealing and reading the sources, each batch raised on the node meanwhile), `copying` (the
+   * rest of step 3 after the last batch read: the final floor, the leases), `finishing` (the final, marker-checked
    * call).
    */
   readonly phase: 'claiming' | 'waiting' | 'reading' | 'copying' | 'finishing';
@@ -160,7 +161,10 @@ export const DEFAULT_REPAIR_TIMING: RepairTiming = Object.freeze({
   maxRestarts: 5,
 });
 
-/** Raise batches sent at once: the copy is bound by round trips, not by the node. */
+/**
+ * Raise calls in flight at once (a few more for a moment when several sources' reads hand over batches together):
+ * the copy is bound by round trips, not by the node.
+ */
 const RAISES_IN_FLIGHT = 4;
 
 /** The node restarted again (or the marker expired): the repair must start over from the claim. */
