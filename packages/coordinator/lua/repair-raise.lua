@@ -38,14 +38,35 @@ if floor == nil then
 end
 if ARGV[2] ~= '0' and greater(ARGV[2], floor) then
   redis.call('SET', KEYS[2], ARGV[2])
+  floor = ARGV[2]
 end
-for i = 1, r do
-  local cur = read_register(KEYS[2 + i], KEYS[2])
-  if cur == nil then
-    return {4}
+-- The registers in chunks: one MGET reads a chunk, one MSET writes the ones to raise (fewer calls into Redis and
+-- one command per chunk in the AOF instead of one per register). Every chunk is checked before anything in it is
+-- written, and a corrupt value stops the script, so "nothing more is written" holds per register as before.
+local CHUNK = 500
+for from = 1, r, CHUNK do
+  local to = math.min(r, from + CHUNK - 1)
+  local keys = {}
+  for i = from, to do
+    keys[#keys + 1] = KEYS[2 + i]
   end
-  if greater(ARGV[3 + i], cur) then
-    redis.call('SET', KEYS[2 + i], ARGV[3 + i])
+  local values = redis.call('MGET', unpack(keys))
+  local raise = {}
+  for i = from, to do
+    -- An absent register reads as the floor (raised above, if the sources' floor is higher).
+    local cur = values[i - from + 1]
+    if cur == false then
+      cur = floor
+    elseif not is_token(cur) then
+      return {4}
+    end
+    if greater(ARGV[3 + i], cur) then
+      raise[#raise + 1] = KEYS[2 + i]
+      raise[#raise + 1] = ARGV[3 + i]
+    end
+  end
+  if #raise > 0 then
+    redis.call('MSET', unpack(raise))
   end
 end
 for j = 1, l do
