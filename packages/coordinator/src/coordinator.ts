@@ -32,6 +32,8 @@ import { attemptAcquire } from './protocol/acquire-attempt.js';
 import { extendOnQuorum } from './protocol/extend.js';
 import { inspectOnQuorum } from './protocol/inspect.js';
 import { acquireWithin, type AcquireLoopContext } from './protocol/acquire-within.js';
+import type { AttemptReport, AttemptReportOptions, VotesSink } from './lease/attempt-report.js';
+import { releaseVotes } from './protocol/node-votes.js';
 import { Releaser } from './protocol/release.js';
 import { createLeaseSigner, type LeaseSigner } from './signing/lease-signer.js';
 import { resourceKeys, resourceNameClash, type ResourceKeys } from './redlock/keys.js';
@@ -40,8 +42,22 @@ import { TokenProposer } from './tokens/proposal.js';
 import { ReleaseNotifier } from './protocol/waiters.js';
 
 export type { AcquireOptions, NodeStatus, NodeRepairStatus, RepairProgress };
+export type {
+  AttemptReport,
+  AttemptReportOptions,
+  NodeVote,
+  NodeVoteAgainst,
+  NodeVoteFor,
+} from './lease/attempt-report.js';
 
-export type TryAcquireOptions = Omit<AcquireOptions, 'waitMs'>;
+/**
+ * The coordinator's acquire options: the shared {@link AcquireOptions}, plus `onAttempt`, called after every
+ * attempt (one round over the requested resources) with each node's vote in it, granted or not — e.g. a node
+ * whose lease key holds another value is an `against` vote with reason `held` (lease/attempt-report.ts).
+ */
+export interface CoordinatorAcquireOptions extends AcquireOptions, AttemptReportOptions {}
+
+export type TryAcquireOptions = Omit<CoordinatorAcquireOptions, 'waitMs'>;
 
 /** Payload of the `nodeError` event: a call to one node failed (timeout, connection, malformed reply, ...). */
 export interface NodeErrorEvent {
@@ -176,22 +192,25 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
    *   refused; when nodes are only slow (timeouts), after retrying within `waitMs`
    * @throws InvalidRequestError for a bad resource name, ttl or wait
    */
-  async acquire(resource: string, options: AcquireOptions): Promise<Lease>;
+  async acquire(resource: string, options: CoordinatorAcquireOptions): Promise<Lease>;
   /**
    * Acquires one lease over several resources, all or nothing (protocol/acquire-within.ts): every resource is
    * granted, each with its own token, or none is. Resources are taken in sorted order, one attempt each, and
    * every partial grant is released before waiting, so overlapping requests neither deadlock nor livelock.
    * @throws LockedError (naming the resource that blocked) when not granted within `waitMs`
    */
-  async acquire(resources: readonly string[], options: AcquireOptions): Promise<MultiLease>;
-  async acquire(resource: string | readonly string[], options: AcquireOptions): Promise<Lease | MultiLease> {
+  async acquire(resources: readonly string[], options: CoordinatorAcquireOptions): Promise<MultiLease>;
+  async acquire(
+    resource: string | readonly string[],
+    options: CoordinatorAcquireOptions,
+  ): Promise<Lease | MultiLease> {
     if (Array.isArray(resource)) return this.acquireMany(resource, options, true);
     return this.acquireOne(resource as string, options);
   }
 
-  private async acquireOne(resource: string, options: AcquireOptions): Promise<Lease> {
-    const { ttlMs, waitMs, signal, watch } = this.validateAcquire(resource, options, true);
-    const lease = await this.acquireWithin(resource, ttlMs, waitMs, signal, watch);
+  private async acquireOne(resource: string, options: CoordinatorAcquireOptions): Promise<Lease> {
+    const { ttlMs, waitMs, signal, watch, onAttempt } = this.validateAcquire(resource, options, true);
+    const lease = await this.acquireWithin(resource, ttlMs, waitMs, signal, watch, onAttempt);
     if (lease === null) {
       throw new LockedError(
         resource,
@@ -213,8 +232,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     options: TryAcquireOptions,
   ): Promise<Lease | MultiLease | null> {
     if (Array.isArray(resource)) return this.acquireMany(resource, options, false);
-    const { ttlMs, signal, watch } = this.validateAcquire(resource as string, options, false);
-    return this.acquireWithin(resource as string, ttlMs, 0, signal, watch);
+    const { ttlMs, signal, watch, onAttempt } = this.validateAcquire(resource as string, options, false);
+    return this.acquireWithin(resource as string, ttlMs, 0, signal, watch, onAttempt);
   }
 
   /**
@@ -359,26 +378,27 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     leaseId: string,
     ttlMs: number,
     validUntil: number | undefined,
+    onVotes?: VotesSink,
   ): Promise<LeaseGrant> {
     this.validateTtl(ttlMs);
     await this.nodes.started();
     this.throwIfClosed();
-    return extendOnQuorum(this.nodes, this.releaser, {
-      resource,
-      keys: this.keysOf(resource),
-      leaseId,
-      ttlMs,
-      validUntil,
-    });
+    return extendOnQuorum(
+      this.nodes,
+      this.releaser,
+      { resource, keys: this.keysOf(resource), leaseId, ttlMs, validUntil },
+      onVotes,
+    );
   }
 
   /** @internal Compare-and-delete everywhere; success once a majority confirmed it does not hold the lease. */
-  async releaseLease(resource: string, leaseId: string): Promise<void> {
+  async releaseLease(resource: string, leaseId: string, onVotes?: VotesSink): Promise<void> {
     await this.nodes.started();
     const keys = this.keysOf(resource);
     const releasing = this.releaser.everywhere(keys, leaseId);
     this.notifier.released(keys.channel, leaseId);
     const replies = await releasing;
+    onVotes?.(replies.settled.then((settled) => releaseVotes(resource, settled)));
     if (replies.outcome === 'lost') {
       throw this.nodes.unavailable(
         'could not confirm the release on a majority of nodes; it is retried in the background, and the lease ' +
@@ -398,6 +418,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     waitMs: number,
     signal: AbortSignal | undefined,
     watch: LeaseWatchOptions = {},
+    onAttempt?: (report: AttemptReport) => void,
   ): Promise<Lease | null> {
     await this.nodes.started();
     signal?.throwIfAborted();
@@ -410,6 +431,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       ttlMs,
       waitMs,
       signal,
+      onAttempt,
     });
     if (outcome.kind !== 'granted') return null;
     return this.leaseOf(resource, leaseId, outcome.grants.get(resource)!, watch);
@@ -418,21 +440,21 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /** Validates, then runs the multi-resource rounds (protocol/acquire-within.ts); `null` when not granted. */
   private async acquireMany(
     resources: readonly string[],
-    options: AcquireOptions | TryAcquireOptions,
+    options: CoordinatorAcquireOptions | TryAcquireOptions,
     allowWait: true,
   ): Promise<MultiLease>;
   private async acquireMany(
     resources: readonly string[],
-    options: AcquireOptions | TryAcquireOptions,
+    options: CoordinatorAcquireOptions | TryAcquireOptions,
     allowWait: false,
   ): Promise<MultiLease | null>;
   private async acquireMany(
     resources: readonly string[],
-    options: AcquireOptions | TryAcquireOptions,
+    options: CoordinatorAcquireOptions | TryAcquireOptions,
     allowWait: boolean,
   ): Promise<MultiLease | null> {
     const names = validateResourceList(resources, this.validateResource);
-    const { ttlMs, waitMs, signal, watch } = this.validateAcquire(names[0]!, options, allowWait);
+    const { ttlMs, waitMs, signal, watch, onAttempt } = this.validateAcquire(names[0]!, options, allowWait);
     await this.nodes.started();
     signal?.throwIfAborted();
     this.throwIfClosed();
@@ -443,6 +465,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       ttlMs,
       waitMs,
       signal,
+      onAttempt,
     });
     if (outcome.kind === 'granted') {
       const signer = this.signer;
@@ -576,9 +599,15 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
 
   private validateAcquire(
     resource: string,
-    options: AcquireOptions | TryAcquireOptions,
+    options: CoordinatorAcquireOptions | TryAcquireOptions,
     allowWait: boolean,
-  ): { ttlMs: number; waitMs: number; signal: AbortSignal | undefined; watch: LeaseWatchOptions } {
+  ): {
+    ttlMs: number;
+    waitMs: number;
+    signal: AbortSignal | undefined;
+    watch: LeaseWatchOptions;
+    onAttempt: ((report: AttemptReport) => void) | undefined;
+  } {
     this.validateResource(resource);
     if (typeof options !== 'object' || options === null) {
       throw new InvalidRequestError('acquire options must be an object with ttlMs');
@@ -599,11 +628,18 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     if (onLost !== undefined && typeof onLost !== 'function') {
       throw new InvalidRequestError('onLost must be a function');
     }
+    const onAttempt: unknown = options.onAttempt;
+    if (onAttempt !== undefined && typeof onAttempt !== 'function') {
+      throw new InvalidRequestError(
+        `onAttempt must be a function (or left out), got ${onAttempt === null ? 'null' : typeof onAttempt}`,
+      );
+    }
     return {
       ttlMs: options.ttlMs,
       waitMs,
       signal,
       watch: { autoExtend: autoExtend === true, ...(onLost ? { onLost: options.onLost! } : {}) },
+      onAttempt: options.onAttempt,
     };
   }
 

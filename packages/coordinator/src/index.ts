@@ -3,6 +3,12 @@
 export { Coordinator } from './coordinator.js';
 export type {
   AcquireOptions,
+  CoordinatorAcquireOptions,
+  AttemptReport,
+  AttemptReportOptions,
+  NodeVote,
+  NodeVoteAgainst,
+  NodeVoteFor,
   TryAcquireOptions,
   NodeStatus,
   NodeRepairStatus,

@@ -7,7 +7,12 @@ import type { Cluster, Redis } from 'ioredis';
  */
 export type Client = Redis | Cluster;
 
-/** The per-attempt report of redlock v5. fenced reports one summary per operation (see `ExecutionError`). */
+/**
+ * The per-attempt report of redlock v5, from every node's own reply in the attempt: `votesFor` the clients whose
+ * node applied the call to every resource, `votesAgainst` every other client with what its node said (a
+ * ResourceLockedError for a key holding another value, else the error its call failed with). The promise
+ * resolves once every node answered, as redlock's.
+ */
 export interface ExecutionStats {
   readonly membershipSize: number;
   readonly quorumSize: number;
@@ -29,9 +34,10 @@ export class ResourceLockedError extends Error {
 
 /**
  * An operation failed: not granted within the retry window, no quorum, or a lost lock. As in redlock v5,
- * `attempts` holds per-attempt statistics; fenced decides attempts inside the coordinator, so it holds one
- * summary entry (empty for an extension of an already-expired lock, as in redlock). The fenced error that ended
- * the operation (`LockedError`, `QuorumUnavailableError`, `LeaseLostError`) is the `cause`.
+ * `attempts` holds one entry per attempt with each node's vote in it (`retryCount + 1` for an acquire; one for
+ * an extend or release, which fenced does not retry; empty for an extension of an already-expired lock, as in
+ * redlock). The fenced error that ended the operation (`LockedError`, `QuorumUnavailableError`, `LeaseLostError`)
+ * is the `cause`.
  */
 export class ExecutionError extends Error {
   override readonly name: string = 'ExecutionError';

@@ -1,7 +1,13 @@
 import type { Redis } from 'ioredis';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Coordinator, type CoordinatorOptions, type MultiLease } from '@fenced/coordinator';
+import {
+  Coordinator,
+  type AttemptReport,
+  type CoordinatorOptions,
+  type MultiLease,
+  type NodeVoteAgainst,
+} from '@fenced/coordinator';
 import { LeaseLostError, LockedError, QuorumUnavailableError } from '@fenced/shared';
 import {
   ExecutionError,
@@ -132,8 +138,8 @@ export class Redlock extends EventEmitter {
    * Acquires a lock on every resource, all or nothing, each with its own fencing token. Makes up to
    * `retryCount + 1` attempts (`-1`: until granted), as redlock does; between two attempts it waits
    * `retryDelay ± retryJitter` ms, and a release of the resource in that time ends the wait at once (fenced's
-   * waiters), so the next attempt does not sleep through a free resource. `error.attempts` has one entry per
-   * attempt.
+   * waiters), so the next attempt does not sleep through a free resource. `error.attempts` (and a granted
+   * `lock.attempts`) has one entry per attempt, with each node's own vote in the attempt's deciding round.
    *
    * A `duration` above the cluster's maximum TTL (`maxTtlMs`) is granted as a lease of `maxTtlMs` that is kept
    * extended until `duration` is over (see keeper.ts for why the lease itself never lives longer).
@@ -149,14 +155,20 @@ export class Redlock extends EventEmitter {
       const last = attempt >= maxAttempts;
       const delayMs = last ? 0 : retryDelayOf(merged);
       const started = performance.now();
+      // Every round the coordinator ran in this attempt; the last one decided it, and its votes are reported.
+      const reports: AttemptReport[] = [];
       try {
         // Not the last attempt: wait up to one retry delay for a release (a waiter is woken by it).
-        const lease = await this.coordinator.acquire(resources, { ttlMs, waitMs: delayMs });
-        attempts.push(this.stats(null, 'for'));
+        const lease = await this.coordinator.acquire(resources, {
+          ttlMs,
+          waitMs: delayMs,
+          onAttempt: (report) => reports.push(report),
+        });
+        attempts.push(this.stats(reports.at(-1), null, resources.length));
         return this.lockOf(lease, duration, attempts, merged);
       } catch (error) {
         if (!(error instanceof LockedError || error instanceof QuorumUnavailableError)) throw error;
-        attempts.push(this.stats(error, 'against', resources.length));
+        attempts.push(this.stats(reports.at(-1), error, resources.length));
         if (last) {
           throw new ExecutionError(
             'The operation was unable to achieve a quorum during its retry window.',
@@ -179,11 +191,12 @@ export class Redlock extends EventEmitter {
   async release(lock: Lock, _settings?: Partial<Settings>): Promise<ExecutionResult> {
     lock.expiration = 0;
     lock.keeper?.stop();
+    const reports: AttemptReport[] = [];
     try {
-      await lock.lease.release();
-      return { attempts: [this.stats(null, 'for')] };
+      await lock.lease.release({ onAttempt: (report) => reports.push(report) });
+      return { attempts: [this.stats(reports.at(-1), null, lock.resources.length)] };
     } catch (error) {
-      throw this.executionError(error, lock.resources.length);
+      throw this.executionError(error, lock.resources.length, reports.at(-1));
     }
   }
 
@@ -200,12 +213,20 @@ export class Redlock extends EventEmitter {
     const merged = this.merge(settings);
     existing.expiration = 0;
     existing.keeper?.stop();
+    const reports: AttemptReport[] = [];
     try {
-      await existing.lease.extend(await this.leaseTtl(duration));
+      await existing.lease.extend(await this.leaseTtl(duration), {
+        onAttempt: (report) => reports.push(report),
+      });
     } catch (error) {
-      throw this.executionError(error, existing.resources.length);
+      throw this.executionError(error, existing.resources.length, reports.at(-1));
     }
-    return this.lockOf(existing.lease, duration, [this.stats(null, 'for')], merged);
+    return this.lockOf(
+      existing.lease,
+      duration,
+      [this.stats(reports.at(-1), null, existing.resources.length)],
+      merged,
+    );
   }
 
   /**
@@ -362,57 +383,101 @@ export class Redlock extends EventEmitter {
   }
 
   /**
-   * One attempt's entry in redlock's shape. fenced decides the votes inside the coordinator, which reports the
-   * outcome, not each node's vote: a granted attempt lists every client in `votesFor`; an attempt refused
-   * because the resource was held lists every client in `votesAgainst` with a ResourceLockedError (fenced
-   * released any vote it had got); a quorum shortfall lists each node that could not vote with its error.
+   * One attempt's entry in redlock's shape, from each node's own reply in it (the coordinator's `AttemptReport`):
+   * `votesFor` holds the clients whose node applied the call to every resource; `votesAgainst` maps every other
+   * client to what its node said, as redlock v5 reports it: a node whose key for a resource holds another value
+   * (acquire) or not this lock's value (extend, release) is a ResourceLockedError "The operation was applied to:
+   * k of the n requested resources." (k is 0 for acquire and extend, whose redlock scripts apply to all or none,
+   * and the resources released on that node for release); a node whose call failed is the error it failed with; a
+   * node that does not vote now is the last error its calls failed with. Resolves once every node answered.
+   *
+   * Without a report (no node was asked: a release already sent, a start-up that failed before any vote) it falls
+   * back to the outcome: every client for when `error` is null; for a quorum shortfall each node that could not
+   * vote with its error; for a refusal every client against.
    */
-  private stats(error: unknown, vote: 'for' | 'against', resourceCount = 1): Promise<ExecutionStats> {
+  private stats(
+    report: AttemptReport | undefined,
+    error: unknown,
+    resourceCount: number,
+  ): Promise<ExecutionStats> {
     const clients = [...this.clients];
-    const votesAgainst = new Map<Client, Error>();
-    if (vote === 'against') {
-      clients.forEach((client, i) => {
-        if (error instanceof LockedError) {
-          votesAgainst.set(
-            client,
-            new ResourceLockedError(
-              `The operation was applied to: 0 of the ${resourceCount} requested resources.`,
-            ),
-          );
-        } else if (error instanceof QuorumUnavailableError) {
-          // The error the node's own calls failed with (as redlock reports it, e.g. ioredis' "Connection is
-          // closed."), else the coordinator's reason why the node could not vote.
-          const reason = error.nodeErrors[i];
-          if (reason !== null && reason !== undefined) {
-            votesAgainst.set(client, this.lastNodeErrors.get(i) ?? new Error(reason));
-          }
-        }
+    const quorumSize = Math.floor(clients.length / 2) + 1;
+    if (report !== undefined) {
+      return report.votes.then((votes) => {
+        const votesFor = new Set<Client>();
+        const votesAgainst = new Map<Client, Error>();
+        votes.forEach((vote, i) => {
+          const client = clients[i]!;
+          if (vote.vote === 'for') votesFor.add(client);
+          else votesAgainst.set(client, this.voteError(vote, i, report.operation, resourceCount));
+        });
+        return { membershipSize: clients.length, quorumSize, votesFor, votesAgainst };
       });
     }
+    const votesAgainst = new Map<Client, Error>();
+    clients.forEach((client, i) => {
+      if (error instanceof LockedError) {
+        votesAgainst.set(client, lockedError(0, resourceCount));
+      } else if (error instanceof QuorumUnavailableError) {
+        const reason = error.nodeErrors[i];
+        if (reason !== null && reason !== undefined) {
+          votesAgainst.set(client, this.lastNodeErrors.get(i) ?? new Error(reason));
+        }
+      }
+    });
     return Promise.resolve({
       membershipSize: clients.length,
-      quorumSize: Math.floor(clients.length / 2) + 1,
-      votesFor: new Set(vote === 'for' ? clients : []),
+      quorumSize,
+      votesFor: new Set(error === null ? clients : []),
       votesAgainst,
     });
   }
 
+  /** The error redlock v5 puts in `votesAgainst` for a node's vote against (see `stats`). */
+  private voteError(
+    vote: NodeVoteAgainst,
+    node: number,
+    operation: AttemptReport['operation'],
+    resourceCount: number,
+  ): Error {
+    switch (vote.reason) {
+      case 'held':
+      case 'not-held':
+        return lockedError(operation === 'release' ? vote.applied : 0, resourceCount);
+      case 'not-voting':
+        // The error the node's own calls last failed with (as redlock reports it, e.g. ioredis' "Connection is
+        // closed."), else the coordinator's reason why the node does not vote.
+        return this.lastNodeErrors.get(node) ?? vote.error;
+      case 'error':
+        return vote.error;
+    }
+  }
+
   /** Fenced's errors in redlock's type; invalid arguments stay as they are (redlock throws plain errors too). */
-  private executionError(error: unknown, resourceCount: number): unknown {
+  private executionError(error: unknown, resourceCount: number, report?: AttemptReport): unknown {
     if (error instanceof LockedError || error instanceof QuorumUnavailableError) {
       return new ExecutionError(
         'The operation was unable to achieve a quorum during its retry window.',
-        [this.stats(error, 'against', resourceCount)],
+        [this.stats(report, error, resourceCount)],
         { cause: error },
       );
     }
     if (error instanceof LeaseLostError) {
-      return new ExecutionError('The lock was lost: it expired or another holder took a resource.', [], {
-        cause: error,
-      });
+      return new ExecutionError(
+        'The lock was lost: it expired or another holder took a resource.',
+        report === undefined ? [] : [this.stats(report, error, resourceCount)],
+        { cause: error },
+      );
     }
     return error;
   }
+}
+
+/** redlock v5's ResourceLockedError for a node that applied the call to `applied` of `resourceCount` resources. */
+function lockedError(applied: number, resourceCount: number): ResourceLockedError {
+  return new ResourceLockedError(
+    `The operation was applied to: ${applied} of the ${resourceCount} requested resources.`,
+  );
 }
 
 function checkDuration(duration: number): void {

@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import Redlock, { ExecutionError, ResourceLockedError } from '@fenced/redlock';
+import Redlock, { ExecutionError, ResourceLockedError, type ExecutionStats } from '@fenced/redlock';
 import { LeaseLostError } from '@fenced/shared';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { lockValue } from './redlock-fixture.js';
 
 // redlock v5 semantics its users rely on, beyond what node-redlock's own tests check: attempts counted per
-// attempt (also on success), `retryCount: -1`, and the `error` event of a long lock whose keeper lost it.
+// attempt (also on success), each with every node's own vote, `retryCount: -1`, and the `error` event of a long
+// lock whose keeper lost it.
 
 let env: RedisNodes;
 let nodes: Redis[];
@@ -61,6 +62,100 @@ describe('@fenced/redlock attempts', () => {
     expect(error).toBeInstanceOf(ExecutionError);
     expect((error as ExecutionError).attempts.length).toBe(1);
     await held.release();
+  });
+});
+
+/** redlock's ResourceLockedError of a node that applied the call to `applied` of `count` resources. */
+function lockedVote(applied: number, count: number): ResourceLockedError {
+  return new ResourceLockedError(
+    `The operation was applied to: ${applied} of the ${count} requested resources.`,
+  );
+}
+
+/** Every client's vote in one attempt, by node index: 'for', or the error against. */
+async function votesByNode(stats: Promise<ExecutionStats>): Promise<(string | Error)[]> {
+  const { votesFor, votesAgainst, membershipSize, quorumSize } = await stats;
+  expect(membershipSize).toBe(3);
+  expect(quorumSize).toBe(2);
+  expect(votesFor.size + votesAgainst.size).toBe(3);
+  return nodes.map((node) => (votesFor.has(node) ? 'for' : votesAgainst.get(node)!));
+}
+
+describe('@fenced/redlock votes: each node its own', () => {
+  // A holder planted by hand on the lease key (redlock's layout: the key is the resource name), as node-redlock's
+  // own tests fake a holder.
+  it('a granted acquire lists a minority node holding another value in votesAgainst, the others in votesFor', async () => {
+    await nodes[2]!.set('{votes}minority', 'planted', 'PX', 60_000);
+    const lock = await newRedlock({ retryCount: 0 }).acquire(['{votes}minority'], 5_000);
+    expect(lock.attempts.length).toBe(1);
+    const votes = await votesByNode(lock.attempts[0]!);
+    expect(votes.slice(0, 2)).toEqual(['for', 'for']);
+    expect(votes[2]).toBeInstanceOf(ResourceLockedError);
+    expect(votes[2]).toEqual(lockedVote(0, 1));
+    expect(await nodes[2]!.get('{votes}minority')).toBe('planted');
+    await lock.release();
+    await nodes[2]!.del('{votes}minority');
+  });
+
+  it('a refused acquire lists the node that granted in votesFor, the two holding another value against', async () => {
+    await nodes[1]!.set('{votes}majority', 'planted-1', 'PX', 60_000);
+    await nodes[2]!.set('{votes}majority', 'planted-2', 'PX', 60_000);
+    const error: unknown = await newRedlock({ retryCount: 1, retryDelay: 10, retryJitter: 0 })
+      .acquire(['{votes}majority'], 5_000)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ExecutionError);
+    const attempts = (error as ExecutionError).attempts;
+    expect(attempts.length).toBe(2);
+    for (const attempt of attempts) {
+      const votes = await votesByNode(attempt);
+      expect(votes[0]).toBe('for');
+      expect(votes[1]).toEqual(lockedVote(0, 1));
+      expect(votes[2]).toEqual(lockedVote(0, 1));
+    }
+    // As redlock: the grant on the first node was released before giving up.
+    expect(await nodes[0]!.get('{votes}majority')).toBeNull();
+    for (const node of nodes.slice(1)) await node.del('{votes}majority');
+  });
+
+  it('a multi-resource acquire blocked on one node by one resource lists that node against', async () => {
+    await nodes[0]!.set('{votes}multi-b', 'planted', 'PX', 60_000);
+    const lock = await newRedlock({ retryCount: 0 }).acquire(['{votes}multi-a', '{votes}multi-b'], 5_000);
+    const votes = await votesByNode(lock.attempts[0]!);
+    expect(votes).toEqual([lockedVote(0, 2), 'for', 'for']);
+    await lock.release();
+    await nodes[0]!.del('{votes}multi-b');
+  });
+
+  it('extend lists a node whose key no longer holds the lock value against, the others for', async () => {
+    const lock = await newRedlock().acquire(['{votes}extend'], 5_000);
+    await nodes[1]!.set('{votes}extend', 'taken', 'PX', 60_000);
+    const extended = await lock.extend(5_000);
+    expect(extended.attempts.length).toBe(1);
+    expect(await votesByNode(extended.attempts[0]!)).toEqual(['for', lockedVote(0, 1), 'for']);
+    expect(await nodes[1]!.get('{votes}extend')).toBe('taken');
+    await extended.release();
+    await nodes[1]!.del('{votes}extend');
+  });
+
+  it('a lost extension reports the nodes that refused it', async () => {
+    const lock = await newRedlock().acquire(['{votes}lost'], 5_000);
+    for (const node of nodes.slice(1)) await node.set('{votes}lost', 'taken', 'PX', 60_000);
+    const error: unknown = await lock.extend(5_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ExecutionError);
+    expect((error as ExecutionError).cause).toBeInstanceOf(LeaseLostError);
+    expect((error as ExecutionError).attempts.length).toBe(1);
+    const votes = await votesByNode((error as ExecutionError).attempts[0]!);
+    expect(votes).toEqual(['for', lockedVote(0, 1), lockedVote(0, 1)]);
+    for (const node of nodes) await node.del('{votes}lost');
+  });
+
+  it('release lists a node that no longer held every resource against, with how many it released', async () => {
+    const lock = await newRedlock().acquire(['{votes}release-a', '{votes}release-b'], 5_000);
+    await nodes[2]!.del('{votes}release-b');
+    const { attempts } = await lock.release();
+    expect(attempts.length).toBe(1);
+    expect(await votesByNode(attempts[0]!)).toEqual(['for', 'for', lockedVote(1, 2)]);
+    for (const node of nodes) expect(await node.exists('{votes}release-a', '{votes}release-b')).toBe(0);
   });
 });
 

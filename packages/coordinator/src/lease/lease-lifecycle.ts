@@ -1,6 +1,7 @@
 import { LeaseLostError } from '@fenced/shared';
 import type { LeaseWatch } from './lease-watch.js';
 import { monotonicNow } from '../redlock/validity.js';
+import type { AttemptReportOptions } from './attempt-report.js';
 
 /**
  * What a granted lease does the same whether it covers one resource or several: it is held, then released or
@@ -18,8 +19,8 @@ export abstract class LeaseLifecycle implements AsyncDisposable {
   protected abstract errorResource(): string;
   /** Monotonic time at which the lease's validity ends (the earliest of a set's grants). */
   protected abstract validUntil(): number;
-  /** Compare-and-delete of every resource on every node. */
-  protected abstract releaseEverywhere(): Promise<void>;
+  /** Compare-and-delete of every resource on every node; `options.onAttempt` gets each node's votes in it. */
+  protected abstract releaseEverywhere(options?: AttemptReportOptions): Promise<void>;
 
   /**
    * Aborts, with a `LeaseLostError`, when the lease is lost: an extension failed for good or its validity ran out
@@ -42,13 +43,14 @@ export abstract class LeaseLifecycle implements AsyncDisposable {
 
   /**
    * Releases the lease everywhere (a compare-and-delete: never another holder's lease) after stopping its keeper.
-   * Idempotent; also resolves when the lease had already expired.
+   * Idempotent; also resolves when the lease had already expired. `options.onAttempt` gets each node's vote
+   * (lease/attempt-report.ts) when this call sends the release; a release already sent or done reports nothing.
    */
-  release(): Promise<void> {
+  release(options?: AttemptReportOptions): Promise<void> {
     // No extension may start once a release began: stop the keeper and the expiry timer first.
     this.watch.stop();
     if (this.state === 'released') return Promise.resolve();
-    this.#releasing ??= this.releaseEverywhere().then(
+    this.#releasing ??= this.releaseEverywhere(options).then(
       () => {
         this.state = 'released';
       },

@@ -2,6 +2,7 @@ import { LeaseLostError } from '@fenced/shared';
 import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
 import { monotonicNow } from '../redlock/validity.js';
+import { reportAttempt, type AttemptReportOptions, type NodeVote, type VotesSink } from './attempt-report.js';
 
 /** A granted lease. Its `token` is the fencing token to present to the guarded store. */
 export interface Lease extends AsyncDisposable {
@@ -55,8 +56,9 @@ export interface LeaseOperations {
     leaseId: string,
     ttlMs: number,
     validUntil: number | undefined,
+    onVotes?: VotesSink,
   ): Promise<LeaseGrant>;
-  releaseLease(resource: string, leaseId: string): Promise<void>;
+  releaseLease(resource: string, leaseId: string, onVotes?: VotesSink): Promise<void>;
 }
 
 /** A lease made without an owner's context (the HTTP service's extend by id): nothing tracks its watch. */
@@ -131,7 +133,16 @@ export class GrantedLease extends LeaseLifecycle implements Lease {
     return this.grant.validUntil;
   }
 
-  protected releaseEverywhere(): Promise<void> {
-    return this.operations.releaseLease(this.resource, this.id);
+  protected releaseEverywhere(options?: AttemptReportOptions): Promise<void> {
+    let votes: Promise<readonly NodeVote[]> | undefined;
+    const sink = options?.onAttempt && ((v: Promise<readonly NodeVote[]>) => void (votes = v));
+    const released = this.operations.releaseLease(this.resource, this.id, sink);
+    return released.then(
+      () => reportAttempt(options?.onAttempt, 'release', [this.resource], [votes], true),
+      (error: unknown) => {
+        reportAttempt(options?.onAttempt, 'release', [this.resource], [votes], false);
+        throw error;
+      },
+    );
   }
 }

@@ -3,6 +3,7 @@ import type { LeaseGrant, LeaseOperations } from './lease.js';
 import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
 import { monotonicNow } from '../redlock/validity.js';
+import { reportAttempt, type AttemptReportOptions, type NodeVote } from './attempt-report.js';
 
 /** Most resources one multi-resource lease may cover. */
 export const MAX_LEASE_RESOURCES = 64;
@@ -40,11 +41,15 @@ export interface MultiLease extends AsyncDisposable {
   fences(): FencedLease[];
   /**
    * Compare-and-extend every resource on a majority within the remaining validity; same tokens.
+   * `options.onAttempt` gets each node's vote in the extension (lease/attempt-report.ts).
    * @throws LeaseLostError (naming the resource) when any resource was lost: the whole set is then released
    */
-  extend(ttlMs?: number): Promise<void>;
-  /** Compare-and-delete every resource on every node. Idempotent; an expired lease is released without error. */
-  release(): Promise<void>;
+  extend(ttlMs?: number, options?: AttemptReportOptions): Promise<void>;
+  /**
+   * Compare-and-delete every resource on every node. Idempotent; an expired lease is released without error.
+   * `options.onAttempt` gets each node's vote when this call sends the release (not when one was already sent).
+   */
+  release(options?: AttemptReportOptions): Promise<void>;
 }
 
 /**
@@ -129,13 +134,20 @@ export class GrantedMultiLease extends LeaseLifecycle implements MultiLease {
     return fencesOf(this);
   }
 
-  async extend(ttlMs: number = this.ttlMs): Promise<void> {
+  async extend(ttlMs: number = this.ttlMs, options?: AttemptReportOptions): Promise<void> {
     this.assertExtendable();
     // Every resource against the same deadline: the set is valid only while all of them are.
     const validUntil = this.validUntil();
+    const votes: (Promise<readonly NodeVote[]> | undefined)[] = this.resources.map(() => undefined);
+    const sink = (i: number) =>
+      options?.onAttempt && ((v: Promise<readonly NodeVote[]>) => void (votes[i] = v));
     const results = await Promise.allSettled(
-      this.resources.map((resource) => this.operations.extendLease(resource, this.id, ttlMs, validUntil)),
+      this.resources.map((resource, i) =>
+        this.operations.extendLease(resource, this.id, ttlMs, validUntil, sink(i)),
+      ),
     );
+    const extended = results.every((r) => r.status === 'fulfilled');
+    reportAttempt(options?.onAttempt, 'extend', this.resources, votes, extended);
     results.forEach((result, i) => {
       const resource = this.resources[i]!;
       // A resource that extended keeps its token (DESIGN §3); one that did not keeps its old, earlier deadline,
@@ -174,11 +186,15 @@ export class GrantedMultiLease extends LeaseLifecycle implements MultiLease {
   }
 
   /** Releases every resource (in parallel: nothing is waited for while holding); the first failure is thrown. */
-  protected async releaseEverywhere(): Promise<void> {
+  protected async releaseEverywhere(options?: AttemptReportOptions): Promise<void> {
+    const votes: (Promise<readonly NodeVote[]> | undefined)[] = this.resources.map(() => undefined);
+    const sink = (i: number) =>
+      options?.onAttempt && ((v: Promise<readonly NodeVote[]>) => void (votes[i] = v));
     const results = await Promise.allSettled(
-      this.resources.map((resource) => this.operations.releaseLease(resource, this.id)),
+      this.resources.map((resource, i) => this.operations.releaseLease(resource, this.id, sink(i))),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    reportAttempt(options?.onAttempt, 'release', this.resources, votes, failed === undefined);
     if (failed !== undefined) throw failed.reason;
   }
 

@@ -35,8 +35,16 @@ import type { TokenProposer } from '../tokens/proposal.js';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
 import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { Releaser } from './release.js';
+import type { NodeVote } from '../lease/attempt-report.js';
+import { acquireVotes } from './node-votes.js';
 
-export type AttemptResult =
+/**
+ * An attempt's outcome. `votes`: every node's lease vote in it, once all replies are in (lease/attempt-report.ts);
+ * absent when no node was asked (token exhaustion).
+ */
+export type AttemptResult = AttemptOutcome & { readonly votes?: Promise<readonly NodeVote[]> };
+
+type AttemptOutcome =
   | { readonly kind: 'granted'; readonly grant: LeaseGrant }
   /** Not granted; `retryAfterMs` is when enough holders' keys expire, if known; `contended` if we won some votes. */
   | { readonly kind: 'failed'; readonly retryAfterMs: number | undefined; readonly contended: boolean }
@@ -70,8 +78,15 @@ export async function attemptAcquire(
   deps: AttemptDeps,
   request: AttemptRequest,
 ): Promise<AttemptResult> {
-  const first = await attemptOnce(context, deps, request);
-  return first.sealed ? attemptOnce(context, deps, request) : first;
+  const sink: VoteSink = {};
+  let result = await attemptOnce(context, deps, request, sink);
+  if (result.sealed) result = await attemptOnce(context, deps, request, sink);
+  return sink.votes === undefined ? result : { ...result, votes: sink.votes };
+}
+
+/** Where a round leaves its nodes' votes (read only for the report; the decision never looks at it). */
+interface VoteSink {
+  votes?: Promise<readonly NodeVote[]>;
 }
 
 /** `sealed`: the attempt failed and some node refused it as sealed. */
@@ -79,7 +94,8 @@ async function attemptOnce(
   context: ProtocolContext,
   deps: AttemptDeps,
   request: AttemptRequest,
-): Promise<AttemptResult & { readonly sealed?: boolean }> {
+  sink: VoteSink,
+): Promise<AttemptOutcome & { readonly sealed?: boolean }> {
   const { resource, keys, leaseId, ttlMs } = request;
   const { settings, clock } = context;
   const guess = deps.proposer.firstGuess(resource);
@@ -89,10 +105,10 @@ async function attemptOnce(
   // for it is pointless; a generous nodeTimeoutMs therefore never outlasts a short lease.
   const usableMs = ttlMs - driftMs(ttlMs, settings.driftFactor) - settings.minValidityMs;
   const timeout = Math.max(1, Math.min(settings.nodeTimeoutMs, usableMs));
-  const result = await fanOut(
-    votingCalls(context, (node) => node.acquire(timeout, keys, leaseId, ttlMs, guess)),
-    (reply) => reply.kind === 'granted',
-  );
+  const calls = votingCalls(context, (node) => node.acquire(timeout, keys, leaseId, ttlMs, guess));
+  const result = await fanOut(calls, (reply) => reply.kind === 'granted');
+  const asked = calls.map((call) => call !== null);
+  sink.votes = result.settled.then((replies) => acquireVotes(resource, replies, asked));
   context.noteAbstentions(result.replies);
   let granted = 0;
   let promised = 0;

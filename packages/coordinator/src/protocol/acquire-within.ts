@@ -39,6 +39,7 @@ import type { LeaseGrant } from '../lease/lease.js';
 import type { ResourceKeys } from '../redlock/keys.js';
 import type { ReleaseSubscription } from './waiters.js';
 import type { AttemptResult } from './acquire-attempt.js';
+import { reportAttempt, type AttemptReportOptions, type NodeVote } from '../lease/attempt-report.js';
 
 /** What the wait loop needs from the coordinator, and nothing more. */
 export interface AcquireLoopContext {
@@ -64,6 +65,8 @@ export interface AcquireLoopRequest {
   readonly ttlMs: number;
   readonly waitMs: number;
   readonly signal: AbortSignal | undefined;
+  /** Called after every round with each node's votes in it (lease/attempt-report.ts); what it throws is ignored. */
+  readonly onAttempt?: AttemptReportOptions['onAttempt'];
 }
 
 export type AcquireLoopOutcome =
@@ -71,13 +74,18 @@ export type AcquireLoopOutcome =
   /** Not granted within the wait; `resource` is the one that blocked the last round. */
   | { readonly kind: 'locked'; readonly resource: string };
 
-type RoundResult =
+type RoundResult = (
   | { readonly kind: 'granted'; readonly grants: ReadonlyMap<string, LeaseGrant> }
   | {
       readonly kind: 'blocked';
       readonly resource: string;
       readonly result: Exclude<AttemptResult, { kind: 'granted' }>;
-    };
+    }
+) & {
+  /** Each attempted resource's votes, in lock order (for the report only, never for a decision). */
+  readonly votes: readonly Promise<readonly NodeVote[]>[];
+  readonly asked: readonly string[];
+};
 
 /**
  * Rounds until every resource is granted, the wait runs out, or the nodes are unavailable.
@@ -94,6 +102,7 @@ export async function acquireWithin(
   try {
     for (;;) {
       const round = await attemptRound(context, request);
+      reportAttempt(request.onAttempt, 'acquire', round.asked, round.votes, round.kind === 'granted');
       if (round.kind === 'granted') {
         granted = true;
         return round;
@@ -141,11 +150,18 @@ export async function acquireWithin(
 async function attemptRound(context: AcquireLoopContext, request: AcquireLoopRequest): Promise<RoundResult> {
   const { resources, leaseId, ttlMs } = request;
   const grants = new Map<string, LeaseGrant>();
+  // Each attempted resource's votes, in lock order: the round's report (read only, never for the decision).
+  const asked: string[] = [];
+  const votes: Promise<readonly NodeVote[]>[] = [];
   let done = false;
   try {
     for (const resource of resources) {
       const result = await context.attempt(resource, context.keysOf(resource), leaseId, ttlMs);
-      if (result.kind !== 'granted') return { kind: 'blocked', resource, result };
+      if (result.votes !== undefined) {
+        asked.push(resource);
+        votes.push(result.votes);
+      }
+      if (result.kind !== 'granted') return { kind: 'blocked', resource, result, asked, votes };
       grants.set(resource, result.grant);
     }
     let validUntil = Infinity;
@@ -163,10 +179,12 @@ async function attemptRound(context: AcquireLoopContext, request: AcquireLoopReq
               `${ttlMs} ms ttl (validity left ${validity} ms); retry, or use a longer ttl`,
           ),
         },
+        asked,
+        votes,
       };
     }
     done = true;
-    return { kind: 'granted', grants };
+    return { kind: 'granted', grants, asked, votes };
   } finally {
     // All or nothing: any way out of the round but a full grant releases what the round holds, and waits for it
     // (each node's reply bounded by the node timeout) before anyone waits or retries.

@@ -21,6 +21,8 @@ import { fanOut, maxAgainst } from '../redlock/quorum.js';
 import { driftMs, validityMs } from '../redlock/validity.js';
 import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { Releaser } from './release.js';
+import type { VotesSink } from '../lease/attempt-report.js';
+import { extendVotes } from './node-votes.js';
 
 export interface ExtendRequest {
   readonly resource: string;
@@ -41,6 +43,8 @@ export async function extendOnQuorum(
   context: ProtocolContext,
   releaser: Pick<Releaser, 'inBackground'>,
   request: ExtendRequest,
+  /** Gets every node's vote once all replies are in (lease/attempt-report.ts); for reports only. */
+  onVotes?: VotesSink,
 ): Promise<LeaseGrant> {
   const { resource, keys, leaseId, ttlMs, validUntil } = request;
   const { settings, clock } = context;
@@ -48,10 +52,10 @@ export async function extendOnQuorum(
   // Within the remaining validity: a reply after the lease ended proves nothing, so do not wait for it.
   const timeout = Math.min(settings.nodeTimeoutMs, validUntil === undefined ? Infinity : validUntil - start);
   if (timeout <= 0) throw new LeaseLostError(resource, 'the lease expired before it was extended');
-  const result = await fanOut(
-    votingCalls(context, (node) => node.extend(Math.ceil(timeout), keys, leaseId, ttlMs)),
-    (reply) => reply.kind === 'extended',
-  );
+  const calls = votingCalls(context, (node) => node.extend(Math.ceil(timeout), keys, leaseId, ttlMs));
+  const result = await fanOut(calls, (reply) => reply.kind === 'extended');
+  const asked = calls.map((call) => call !== null);
+  onVotes?.(result.settled.then((replies) => extendVotes(resource, replies, asked)));
   context.noteAbstentions(result.replies);
   const now = clock.now();
   if (result.outcome === 'won') {
