@@ -2,13 +2,13 @@
 //
 // One fence over the store's own pool is two statements, the second one only when the first raised nothing:
 //
-// 1. `update fence set token = t … where resource = r and (token < t or (token = t and lease_id_hash = h))
-//    returning resource` (prepared once per connection, sent with BEGIN and the settings). Under READ COMMITTED an
+// 1. `update fence set token = t … where resource = r and (token < t or (token = t and lease_id_hash = h))`
+//    (prepared once per connection, sent with BEGIN and the settings; its command tag counts the raised row). Under READ COMMITTED an
 //    UPDATE that finds the row locked by a concurrent guarded transaction waits for it and then re-checks its
 //    condition on the version that transaction committed (EvalPlanQual), so a row comes back exactly when the
 //    latest committed fence was lower (or equal and from the same lease), and the row stays locked until COMMIT:
 //    the guarded transactions of a resource commit one at a time, in token order (G1).
-// 2. Only when (1) returned no row: `insert … on conflict (resource) do update … where <the same condition>
+// 2. Only when (1) raised no row: `insert … on conflict (resource) do update … where <the same condition>
 //    returning resource`. (1) raised nothing either because its snapshot had no row (a resource never fenced, a
 //    concurrent first write not yet visible) or because the latest version refused the token. The upsert takes a
 //    new snapshot and decides on the latest version: it inserts the row, or locks the existing one (waiting for a
@@ -50,13 +50,14 @@ returning f.resource`;
 /**
  * Statement (1) of the file comment: raise an existing row, `resource`, `token` and `leaseIdHash` being SQL
  * expressions of type text, bigint and bytea. A plain UPDATE: Postgres neither probes the index for an insert
- * nor writes a separate row-lock record to the WAL before the update, as ON CONFLICT DO UPDATE does.
+ * nor writes a separate row-lock record to the WAL before the update, as ON CONFLICT DO UPDATE does. No
+ * RETURNING: its command tag (`UPDATE 1` or `UPDATE 0`) says whether the one row was raised, without a
+ * projection to set up, a row description and a row to send.
  */
 function raiseExisting(table: string, resource: string, token: string, leaseIdHash: string): string {
   return `update ${table} as f set token = ${token}, lease_id_hash = ${leaseIdHash}, updated_at = now()
  where f.resource = ${resource}
-   and (f.token < ${token} or (f.token = ${token} and f.lease_id_hash = ${leaseIdHash}))
-returning f.resource`;
+   and (f.token < ${token} or (f.token = ${token} and f.lease_id_hash = ${leaseIdHash}))`;
 }
 
 /** Statement (2) of the file comment: insert the row, or raise the latest version under the same condition. */

@@ -384,12 +384,12 @@ export class GuardedStore<DB> {
         return (await parameterizedFenceStatement(this.options.schema, fences, this.options).execute(trx))
           .rows;
       }
-      const { rows } = await trx.executeQuery(
-        storeStatement<{ resource: string }>(literal.statement(fences)),
-      );
-      if (rows.length > 0 || fences.length !== 1) return rows;
-      // One fence whose UPDATE raised nothing: no row in its snapshot, or a stale token. The upsert decides on
-      // the latest version (fence-statement.ts, step 2); nothing else ran in this transaction yet.
+      const result = await trx.executeQuery(storeStatement<{ resource: string }>(literal.statement(fences)));
+      if (fences.length !== 1) return result.rows;
+      // One fence: an UPDATE without RETURNING, whose command tag counts the row it raised.
+      if (result.numAffectedRows === 1n) return [{ resource: fences[0]!.resource }];
+      // It raised nothing: no row in its snapshot, or a stale token. The upsert decides on the latest version
+      // (fence-statement.ts, step 2); nothing else ran in this transaction yet.
       return (await trx.executeQuery(storeStatement<{ resource: string }>(literal.insertOrRaise(fences[0]!))))
         .rows;
     });
