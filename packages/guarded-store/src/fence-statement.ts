@@ -2,18 +2,18 @@
 //
 // One fence over the store's own pool is two statements, the second one only when the first raised nothing:
 //
-// 1. `update fence set token = t … where resource = r and (token < t or (token = t and lease_id_hash = h))`
-//    (prepared once per connection, sent with BEGIN and the settings; its command tag counts the raised row). Under READ COMMITTED an
-//    UPDATE that finds the row locked by a concurrent guarded transaction waits for it and then re-checks its
-//    condition on the version that transaction committed (EvalPlanQual), so a row comes back exactly when the
-//    latest committed fence was lower (or equal and from the same lease), and the row stays locked until COMMIT:
-//    the guarded transactions of a resource commit one at a time, in token order (G1).
-// 2. Only when (1) raised no row: `insert … on conflict (resource) do update … where <the same condition>
-//    returning resource`. (1) raised nothing either because its snapshot had no row (a resource never fenced, a
-//    concurrent first write not yet visible) or because the latest version refused the token. The upsert takes a
-//    new snapshot and decides on the latest version: it inserts the row, or locks the existing one (waiting for a
-//    concurrent inserter or holder) and raises it only under the same condition. Zero rows back: stale, and the
-//    transaction rolls back before the caller's callback runs. Nothing ran between (1) and (2) in the
+// 1. `update fence set token = t … where resource = r and (token < t or (token = t and lease_id_hash = h))`,
+//    prepared once per connection and sent with BEGIN and the settings. Under READ COMMITTED an UPDATE that
+//    finds the row locked by a concurrent guarded transaction waits for it and then re-checks its condition on
+//    the version that transaction committed (EvalPlanQual), so it raises the row (command tag `UPDATE 1`)
+//    exactly when the latest committed fence was lower (or equal and from the same lease), and the row stays
+//    locked until COMMIT: the guarded transactions of a resource commit one at a time, in token order (G1).
+// 2. Only when (1) raised no row (`UPDATE 0`): `insert … on conflict (resource) do update … where <the same
+//    condition> returning resource`. (1) raised nothing either because its snapshot had no row (a resource never
+//    fenced, a concurrent first write not yet visible) or because the latest version refused the token. The upsert
+//    takes a new snapshot and decides on the latest version: it inserts the row, or locks the existing one (waiting
+//    for a concurrent inserter or holder) and raises it only under the same condition. Zero rows back: stale, and
+//    the transaction rolls back before the caller's callback runs. Nothing ran between (1) and (2) in the
 //    transaction, the settings of the first message apply to both, and (2) never runs after (1) modified the row.
 //
 // Before this split both ran as one statement (a CTE whose insert-or-update half ran when the UPDATE half raised
