@@ -268,12 +268,26 @@ export async function takeStalls(
  */
 export function sourceRevision(root: string): { commit: string; modifiedPackageFiles: string[] } {
   const git = (args: string[]): string =>
-    spawnSync('git', args, { cwd: root, encoding: 'utf8' }).stdout?.trim() ?? '';
+    spawnSync('git', args, { cwd: root, encoding: 'utf8' }).stdout ?? '';
   return {
-    commit: git(['rev-parse', 'HEAD']) || 'unknown',
-    modifiedPackageFiles: git(['status', '--porcelain', '--', 'packages'])
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => line.slice(3)),
+    commit: git(['rev-parse', 'HEAD']).trim() || 'unknown',
+    // Not trimmed: each line is `XY path`, and the first one's X is a space when the change is not staged
+    // (trimming the output dropped it, and the first path then lost its first character to `slice(3)`).
+    modifiedPackageFiles: modifiedPaths(git(['status', '--porcelain', '--', 'packages'])),
   };
+}
+
+/**
+ * The paths of `git status --porcelain` output: `XY path` per line, a rename as `XY old -> new` (the new path
+ * counts).
+ */
+export function modifiedPaths(porcelain: string): string[] {
+  return porcelain
+    .split('\n')
+    .filter((line) => line.length > 3)
+    .map((line) => {
+      const path = line.slice(3);
+      const arrow = path.indexOf(' -> ');
+      return arrow === -1 ? path : path.slice(arrow + 4);
+    });
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import {
   InvalidRequestError,
   assertToken,
@@ -125,7 +125,8 @@ export function hashLeaseId(leaseId: unknown): Buffer {
   ) {
     throw new InvalidRequestError(`lease id must be a string of 1 to ${MAX_LEASE_ID_BYTES} bytes`);
   }
-  return createHash('sha256').update(leaseId, 'utf8').digest();
+  // One-shot: no Hash object (a native handle the collector must finalize) per guarded transaction.
+  return hash('sha256', leaseId, 'buffer');
 }
 
 const OP_ID = /^[\x21-\x7e]{1,255}$/;

@@ -176,7 +176,9 @@ export class GuardedStore<DB> {
    *    stale: the transaction rolls back and `StaleTokenError` (presented and current token) is thrown, before
    *    `fn` runs. Under READ COMMITTED, a statement that waited for a concurrent holder's row lock re-checks the
    *    condition against the row that holder committed, so no SERIALIZABLE is needed. Over a pool from
-   *    `createDatabase`, BEGIN, the transaction's settings and this statement go in one message.
+   *    `createDatabase`, BEGIN, the transaction's settings and this statement go in one message; for one fence
+   *    it is an UPDATE of the existing row, followed by an insert-or-update only when it raised nothing (a new
+   *    resource, or stale: see fence-statement.ts).
    * 2. With `opId`: a committed operation with that id returns its stored result; `fn` does not run.
    * 3. `fn(trx)`: do the reads and the writes of the critical section here, on `trx`.
    * 4. With `opId`: the result is recorded, then COMMIT. The fence row locks are held until then, so the
@@ -367,20 +369,30 @@ export class GuardedStore<DB> {
   }
 
   /**
-   * The fence statement (see `fence-statement.ts`). `lock_timeout` must already apply when the insert waits
-   * for a concurrent holder's row lock, and `synchronous_commit = on` makes the COMMIT durable before it is
-   * acknowledged (G1 assumes it, whatever the server, role or session default): both are set by every guarded
-   * transaction, before the insert. Over the store's own pool the statement is all literals (one fence: a
-   * prepared statement) and the driver sends it in the same message as BEGIN; otherwise it has bound
-   * parameters and the settings in a CTE.
+   * The fence statements (see `fence-statement.ts`). `lock_timeout` must already apply when a fence statement
+   * waits for a concurrent holder's row lock, and `synchronous_commit = on` makes the COMMIT durable before it
+   * is acknowledged (G1 assumes it, whatever the server, role or session default): both are set by every guarded
+   * transaction, before the first fence statement. Over the store's own pool the statements are all literals
+   * and the first goes in the same message as BEGIN (one fence: a prepared UPDATE, then the upsert only when it
+   * raised nothing); otherwise one upsert with bound parameters and the settings in a CTE.
    * @returns the resources whose fence was raised (or re-entered by the same lease).
    */
   async #raiseFences(trx: Transaction<DB>, fences: readonly NormalizedFence[]): Promise<Set<string>> {
-    const { rows: raised } = await this.#ownStatement(() =>
-      this.#literalFences === undefined
-        ? parameterizedFenceStatement(this.options.schema, fences, this.options).execute(trx)
-        : trx.executeQuery(storeStatement<{ resource: string }>(this.#literalFences.statement(fences))),
-    );
+    const literal = this.#literalFences;
+    const raised = await this.#ownStatement(async () => {
+      if (literal === undefined) {
+        return (await parameterizedFenceStatement(this.options.schema, fences, this.options).execute(trx))
+          .rows;
+      }
+      const result = await trx.executeQuery(storeStatement<{ resource: string }>(literal.statement(fences)));
+      if (fences.length !== 1) return result.rows;
+      // One fence: an UPDATE without RETURNING, whose command tag counts the row it raised.
+      if (result.numAffectedRows === 1n) return [{ resource: fences[0]!.resource }];
+      // It raised nothing: no row in its snapshot, or a stale token. The upsert decides on the latest version
+      // (fence-statement.ts, step 2); nothing else ran in this transaction yet.
+      return (await trx.executeQuery(storeStatement<{ resource: string }>(literal.insertOrRaise(fences[0]!))))
+        .rows;
+    });
     return new Set(raised.map((row) => row.resource));
   }
 

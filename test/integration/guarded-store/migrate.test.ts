@@ -44,7 +44,12 @@ async function tablesIn(schema: string): Promise<string[]> {
   return rows.map((r) => r.table_name);
 }
 
-const STORE_MIGRATIONS = ['0001_create_fence', '0002_create_fence_operation', '0003_create_fence_reset'];
+const STORE_MIGRATIONS = [
+  '0001_create_fence',
+  '0002_create_fence_operation',
+  '0003_create_fence_reset',
+  '0004_drop_fence_checks',
+];
 
 describe('migrate', () => {
   it('creates the schema and every table in it, the migration bookkeeping included', async () => {

@@ -232,21 +232,24 @@ describe('a failed statement the callback swallows, over a createDatabase Kysely
 });
 
 describe('one round trip to start a guarded transaction over a createDatabase Kysely', () => {
-  it('sends BEGIN, the settings and the fence upsert in one message', async () => {
+  it('sends BEGIN, the settings and the fence statement in one message', async () => {
     const { store } = oneConnectionStore('own');
     const resource = unique('r');
+    // The row exists (committed), so the store's first statement is the UPDATE that raises it (a row that does
+    // not exist yet is inserted by a second statement, see the next test).
+    await f.store.fenceIn({ resource, token: 1n, leaseId: 'first' });
     // Hold the fence row, and let the store's transaction wait on it: its session's current message is then the
     // one that began the transaction.
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let entered!: () => void;
     const inside = new Promise<void>((resolve) => (entered = resolve));
-    const holder = f.store.run({ resource, token: 1n, leaseId: 'h' }, async () => {
+    const holder = f.store.run({ resource, token: 2n, leaseId: 'h' }, async () => {
       entered();
       await gate;
     });
     await inside;
-    const waiter = store.run({ resource, token: 2n }, () => Promise.resolve());
+    const waiter = store.run({ resource, token: 3n }, () => Promise.resolve());
     let query: string | undefined;
     while (query === undefined) {
       const rows = await f.sql<{ query: string }>(
@@ -266,7 +269,55 @@ describe('one round trip to start a guarded transaction over a createDatabase Ky
     expect(query).toMatch(/execute fenced_fence_[0-9a-f]{16}_/);
   });
 
-  it('prepares the upsert once per connection, and recovers when the session loses it', async () => {
+  it('decides a first write that races another one on the row the other committed (the insert-or-update after an UPDATE that found no row)', async () => {
+    const { store } = oneConnectionStore('own');
+    for (const [token, outcome] of [
+      [3n, 'raised'],
+      [1n, 'stale'],
+    ] as const) {
+      const resource = unique('r');
+      // The holder inserts the resource's first fence row and keeps its transaction open: the store's UPDATE
+      // finds no row in its snapshot, and its insert-or-update waits for the holder's row.
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      const holder = f.store.run({ resource, token: 2n, leaseId: 'h' }, async () => {
+        entered();
+        await gate;
+      });
+      await inside;
+      const waiter = store
+        .run({ resource, token }, () => Promise.resolve('written'))
+        .then(
+          (value) => value,
+          (error: unknown) => error,
+        );
+      let query: string | undefined;
+      while (query === undefined) {
+        const rows = await f.sql<{ query: string }>(
+          `select query from pg_stat_activity where wait_event_type = 'Lock' and position($1 in query) > 0`,
+          [resource],
+        );
+        query = rows[0]?.query;
+        if (query === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(query).toMatch(/^insert into .*\.fence as f/);
+      release();
+      await holder;
+      const result = await waiter;
+      if (outcome === 'raised') {
+        expect(result).toBe('written');
+        expect((await f.store.fenceOf(resource))?.token).toBe(3n);
+      } else {
+        expect(result).toBeInstanceOf(StaleTokenError);
+        expect((result as StaleTokenError).current).toBe(2n);
+        expect((await f.store.fenceOf(resource))?.token).toBe(2n);
+      }
+    }
+  });
+
+  it('prepares the fence UPDATE once per connection, and recovers when the session loses it', async () => {
     const { db, store } = oneConnectionStore('own');
     const resource = unique('r');
     const prepared = async () =>

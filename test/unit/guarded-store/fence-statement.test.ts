@@ -12,7 +12,7 @@ const settings = { lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 5_000 };
 describe('LiteralFenceStatements', () => {
   const statements = new LiteralFenceStatements('app', settings);
 
-  it('sets the three settings locally, before the upsert', () => {
+  it('sets the three settings locally, before the fence statement', () => {
     const { text } = statements.statement(normalizeFences({ resource: 'r', token: 5n }));
     expect(text.split(';\n').slice(0, 3)).toEqual([
       'set local lock_timeout = 10000',
@@ -21,32 +21,47 @@ describe('LiteralFenceStatements', () => {
     ]);
   });
 
-  it('runs one fence as a prepared UPDATE, then the upsert only if it raised nothing, with a literal fallback', () => {
+  it('runs one fence as a prepared UPDATE of the existing row, with a literal fallback', () => {
     const { text, prepared } = statements.statement(
       normalizeFences({ resource: 'r', token: MAX_TOKEN, leaseId: 'lease' }),
     );
     const hash = String.raw` +E'\\\\x[0-9a-f]{64}'::bytea`;
     expect(text).toMatch(
       new RegExp(
-        String.raw`with raised as \(\n  update "app"\.fence as f set token = 9223372036854775807::bigint, lease_id_hash =${hash}`,
+        String.raw`;\nupdate "app"\.fence as f set token = 9223372036854775807::bigint, lease_id_hash =${hash}, updated_at = now\(\)\n`,
       ),
     );
-    expect(text).toMatch(/where f\.resource = 'r'::text\n/);
+    expect(text).toMatch(/\n where f\.resource = 'r'::text\n/);
     expect(text).toMatch(
       new RegExp(
-        String.raw`select 'r'::text, 9223372036854775807::bigint,${hash} where not exists \(select from raised\)\n  on conflict \(resource\) do update`,
+        String.raw`\n   and \(f\.token < 9223372036854775807::bigint or \(f\.token = 9223372036854775807::bigint and f\.lease_id_hash =${hash}\)\)$`,
       ),
     );
-    expect(text).toMatch(/\nselect resource from raised union all select resource from inserted$/);
-    expect(text).not.toMatch(/order by|\(values/);
+    expect(text).not.toMatch(/insert|on conflict|order by|\(values|returning/);
     expect(prepared?.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
     expect(prepared?.prepare).toMatch(
-      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\nwith raised as \(\n {2}update "app"\.fence as f set token = \$2, lease_id_hash = \$3, /,
+      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\nupdate "app"\.fence as f set token = \$2, lease_id_hash = \$3, /,
     );
-    expect(prepared?.prepare).toContain('select $1, $2, $3 where not exists (select from raised)');
+    expect(prepared?.prepare).toContain('and (f.token < $2 or (f.token = $2 and f.lease_id_hash = $3))');
+    expect(prepared?.prepare).not.toMatch(/insert|on conflict|returning/);
     expect(prepared?.execute).toMatch(
       /;\nexecute fenced_fence_[0-9a-f]{16}_app\('r'::text, 9223372036854775807::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)$/,
     );
+  });
+
+  it('inserts or raises one fence under the same condition, as literals without the settings', () => {
+    const { text, prepared } = statements.insertOrRaise(
+      normalizeFences({ resource: 'r', token: 7n, leaseId: 'lease' })[0]!,
+    );
+    expect(prepared).toBeUndefined();
+    expect(text).toMatch(
+      /^insert into "app"\.fence as f \(resource, token, lease_id_hash\)\nvalues \('r'::text, 7::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)\non conflict \(resource\) do update/,
+    );
+    expect(text).toContain(
+      'where f.token < excluded.token\n    or (f.token = excluded.token and f.lease_id_hash = excluded.lease_id_hash)',
+    );
+    expect(text).toMatch(/returning f\.resource$/);
+    expect(text).not.toContain('set local');
   });
 
   it('escapes resource names as literals', () => {
