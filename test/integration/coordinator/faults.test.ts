@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import diagnostics from 'node:diagnostics_channel';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Coordinator } from '@fenced/coordinator';
-import { type NodeErrorEvent } from '@fenced/coordinator';
+import { NODE_STATE_CHANNEL, type NodeErrorEvent, type NodeStateEvent } from '@fenced/coordinator';
 import { LockedError, QuorumUnavailableError } from '@fenced/shared';
 import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
 import {
@@ -191,18 +192,29 @@ describe('a node restarted empty', () => {
     }
     const beforeRestart = last;
     const target = env.nodes[1]!;
+    // What the coordinator told of node 1 (its state events), rather than one probe's view: the sealed repair needs
+    // no wait, so the probe after the one that found the node empty may already find it repaired.
+    const told: NodeStateEvent[] = [];
+    const listen = (message: unknown): void => {
+      const event = message as NodeStateEvent;
+      if (event.node === 1) told.push(event);
+    };
+    diagnostics.subscribe(NODE_STATE_CHANNEL, listen);
     await target.restart({ keepData: false });
     const direct = new Redis(target.url);
     try {
-      // The view of the probe that first reaches it again: the sealed repair needs no wait, so a later view may
-      // already show it repaired.
-      let status = (await c.nodeStatus())[1]!;
       await eventually(async () => {
-        status = (await c.nodeStatus())[1]!;
-        return status.reachable;
+        await c.nodeStatus();
+        return told.some((e) => /restarted empty/.test(e.detail));
       });
-      expect(status.voting).toBe(false);
-      expect(status.problems.join('\n')).toMatch(/restarted empty/);
+      // Told in order: not voting (down, or found empty), its repair started — and voting only after that.
+      const changes = told.map((e) => e.change);
+      const notVoting = changes.indexOf('not-voting');
+      const repairStarted = changes.indexOf('repair-started');
+      const firstVoting = changes.indexOf('voting');
+      expect(notVoting).toBeGreaterThanOrEqual(0);
+      expect(repairStarted).toBeGreaterThan(notVoting);
+      if (firstVoting !== -1) expect(firstVoting).toBeGreaterThan(repairStarted);
       // (The node itself refuses every vote while it has no incarnation key — pinned script by script in
       // sealed-scripts.test.ts. Not read here: the sealed repair needs no wait, so the background repair this probe
       // started may already have finished.)
@@ -225,6 +237,7 @@ describe('a node restarted empty', () => {
       expect(after.token).toBeGreaterThan(last);
       await after.release();
     } finally {
+      diagnostics.unsubscribe(NODE_STATE_CHANNEL, listen);
       direct.disconnect();
     }
   });
