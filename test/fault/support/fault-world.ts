@@ -66,6 +66,8 @@ export class FaultWorld {
   private readonly coordinators = new Set<Coordinator>();
   private readonly clients = new Set<Redis>();
   private readonly databases = new Set<Kysely<CounterDb>>();
+  /** The pool under each store `anotherStore` made, for `closeStore`. */
+  private readonly storeDatabases = new Map<GuardedStore<CounterDb>, Kysely<CounterDb>>();
 
   private constructor(
     readonly redis: Pick<RedisNodes, 'urls' | 'nodes' | 'stop'>,
@@ -171,7 +173,26 @@ export class FaultWorld {
       applicationName: 'fenced-fault',
     });
     this.databases.add(db);
-    return new GuardedStore(db, { ...this.storeOptions, ...storeOptions, schema: this.schema.schema });
+    const store = new GuardedStore(db, { ...this.storeOptions, ...storeOptions, schema: this.schema.schema });
+    this.storeDatabases.set(store, db);
+    return store;
+  }
+
+  /**
+   * Destroys the pool of a store `anotherStore` made, before `close()`. A world that outlives many runs (the
+   * soak) must close each run's stores: the world keeps every pool it made until then.
+   */
+  async closeStore(store: GuardedStore<CounterDb>): Promise<void> {
+    const db = this.storeDatabases.get(store);
+    if (db === undefined) return;
+    this.storeDatabases.delete(store);
+    this.databases.delete(db);
+    await db.destroy().catch(() => undefined);
+  }
+
+  /** How many Postgres pools the world holds open: its own and each store's not closed yet. */
+  get openDatabases(): number {
+    return this.databases.size;
   }
 
   /** A raw client with no retries and no offline queue, for set-up, inspection and naive controls. */

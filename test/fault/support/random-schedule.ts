@@ -1,7 +1,8 @@
 import { FaultProxy, proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { readCounter } from './counter-ops.js';
-import { seedRegistersAhead, unique, type FaultWorld } from './fault-world.js';
+import type { GuardedStore } from '@fenced/guarded-store';
+import { seedRegistersAhead, unique, type CounterDb, type FaultWorld } from './fault-world.js';
 import { judge, sleep, type Verdict } from './verdict.js';
 import { runClients, type Protection, type WorkloadClient } from './workload.js';
 import { seededRandom } from '@fenced/test-utils/seeded-random';
@@ -206,6 +207,7 @@ export async function runRandomSchedule(
   const history = new History();
   const links: ClientLinks[] = [];
   const clients: WorkloadClient[] = [];
+  const stores: GuardedStore<CounterDb>[] = [];
   const random = seededRandom(options.seed ^ 0x5bd1e995);
   /** State losses skipped because another node had not been repaired yet. */
   let skipped = 0;
@@ -215,6 +217,7 @@ export async function runRandomSchedule(
       const postgres = await FaultProxy.start({ target: world.postgres.url });
       links.push({ redis, postgres });
       const store = world.anotherStore({ connectionString: postgres.url, maxConnections: 2 });
+      stores.push(store);
       await store.read((trx) => readCounter(trx, resource));
       // The extended nemesis: half the clients wait up to 2 s for a node, the others 400 ms; registers idle for
       // 3 s are folded into the floor (every coordinator runs fold passes).
@@ -283,6 +286,8 @@ export async function runRandomSchedule(
   } finally {
     await heal(world, links);
     for (const client of clients) await world.closeCoordinator(client.coordinator);
+    // Each run's pools go with it: a world the soak keeps for hours would otherwise hold every run's.
+    for (const store of stores) await world.closeStore(store);
     await Promise.allSettled(links.flatMap((l) => [l.redis.stop(), l.postgres.stop()]));
   }
   return {
