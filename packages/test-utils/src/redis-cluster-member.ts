@@ -54,6 +54,23 @@ export class RedisClusterMember {
           ),
         );
       }
+      if (masters < 3) {
+        // `redis-cli --cluster create` wants three masters at least: smaller clusters are joined by hand.
+        if (replicas > 0) throw new Error('replicas need at least three masters here');
+        const per = Math.ceil(16384 / masters);
+        for (let i = 0; i < masters; i++) {
+          const port = String(servers[i]!.port);
+          const last = Math.min(16383, (i + 1) * per - 1);
+          await run('redis-cli', ['-p', port, 'CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(last)]);
+          await run('redis-cli', ['-p', port, 'CLUSTER', 'SET-CONFIG-EPOCH', String(i + 1)]);
+          if (i > 0) {
+            await run('redis-cli', ['-p', port, 'CLUSTER', 'MEET', '127.0.0.1', String(servers[0]!.port)]);
+          }
+        }
+        const member = new RedisClusterMember(servers, masters);
+        await member.waitUntilOk();
+        return member;
+      }
       await run('redis-cli', [
         '--cluster',
         'create',

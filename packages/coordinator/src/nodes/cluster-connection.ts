@@ -43,6 +43,7 @@ import {
   type InspectReply,
   type PromiseReply,
   type ReleaseReply,
+  type RepairReadReply,
   type ScriptName,
   type SettingsReply,
 } from '../scripts/script-results.js';
@@ -306,6 +307,21 @@ export class ClusterConnection extends NodeConnection {
     this.sealEpochs[slot] = sealEpoch;
   }
 
+  /** A slot found holding its incarnation key again (repaired by another process). */
+  slotFound(slot: number): void {
+    this.setSlot(slot, true);
+  }
+
+  /** Whether the last layout read has a master serving `slot`. */
+  servesSlot(slot: number): boolean {
+    return this.layout.some((range) => slot >= range.start && slot <= range.end);
+  }
+
+  /** The start of every resource key (`<prefix>:{`): what a slot's read keeps. */
+  resourceKeyStart(): string {
+    return `${this.prefix}:{`;
+  }
+
   /** The epoch a repair's seal left on a slot of this member (this process's own later rounds carry it). */
   slotSealed(slot: number, sealEpoch: string): void {
     this.sealEpochs[slot] = sealEpoch;
@@ -486,7 +502,9 @@ export class ClusterConnection extends NodeConnection {
     const targets = slots ?? Array.from({ length: SLOT_COUNT }, (_, slot) => slot);
     const one = async (slot: number): Promise<R> =>
       interpret(await this.runScript(name, keysOf(this.stateKeysOf(slot), slot), argsOf(slot)));
-    return this.call(operation, timeoutMs, () => Promise.all(targets.map(one)));
+    // Thousands of calls queue behind each other on a shard: bounded as a bulk operation, not as one vote.
+    const bound = targets.length > 64 ? Math.max(timeoutMs, 10_000) : timeoutMs;
+    return this.call(operation, bound, () => Promise.all(targets.map(one)));
   }
 
   override async settings(
@@ -564,6 +582,49 @@ export class ClusterConnection extends NodeConnection {
     return false;
   }
 
+  /**
+   * This member read as one repair source for a standalone node's repair (nodes/repair.ts): every slot sealed with
+   * `seal` and read in full, each atomically (repair-read-slot.lua), in one reply with cursor '0'. A slot that
+   * cannot be a source (empty, under repair) makes the whole member no source. The floor is the highest slot floor:
+   * raising a node higher than needed is safe.
+   */
+  override async repairRead(
+    timeoutMs: number,
+    cursor: string,
+    count: number,
+    incarnation: string,
+    seal: string,
+  ): Promise<RepairReadReply> {
+    void count;
+    void incarnation;
+    if (cursor !== '0' || seal === '') {
+      throw new Error('a Redis Cluster member is read as a repair source in one call, sealed');
+    }
+    const replies = await this.eachSlot(
+      'repair-read',
+      Math.max(10_000, timeoutMs * 10),
+      'repair-read-slot',
+      (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
+      (slot) => [slot, this.resourceKeyStart(), seal],
+      (raw) => interpretReply('repair-read-slot', raw),
+    );
+    const refused = replies.find((r) => r.kind !== 'read');
+    if (refused !== undefined) return refused;
+    let floor = 0n;
+    let settings: Readonly<Record<string, string>> = {};
+    const registers: (readonly [string, bigint])[] = [];
+    const leases: (readonly [string, string, number])[] = [];
+    replies.forEach((reply, slot) => {
+      if (reply.kind !== 'read') return;
+      this.sealEpochs[slot] = seal;
+      if (reply.floor > floor) floor = reply.floor;
+      if (Object.keys(settings).length === 0) settings = reply.settings;
+      registers.push(...reply.registers);
+      leases.push(...reply.leases);
+    });
+    return { kind: 'read', incarnation: 'cluster', cursor: '0', floor, settings, registers, leases };
+  }
+
   /** Folding per shard is not implemented yet: a Cluster member's registers stay (memory is not bounded). */
   override fold(): Promise<FoldReply> {
     return Promise.resolve({ kind: 'busy' });
@@ -595,7 +656,9 @@ export class ClusterConnection extends NodeConnection {
   }
 
   /** Waits (bounded) for the cluster and a connection to each of its masters (calls fail at once without one). */
-  override async waitUntilConnected(timeoutMs: number): Promise<void> {
+  override async waitUntilConnected(callTimeoutMs: number): Promise<void> {
+    // Joining a cluster takes a CLUSTER SLOTS and a connection per master: more than one vote's bound.
+    const timeoutMs = Math.max(callTimeoutMs, 5_000);
     const deadline = performance.now() + timeoutMs;
     await super.waitUntilConnected(timeoutMs);
     await Promise.all(
@@ -619,8 +682,14 @@ export class ClusterConnection extends NodeConnection {
    * Start-up checks of every master (CONFIG GET, INFO replication) and every replica (cluster-replica-no-failover),
    * plus every slot's incarnation key and seal epoch (pipelined per master); never throws.
    */
-  override async probe(timeoutMs: number, options: { waitForConnection?: boolean } = {}): Promise<NodeProbe> {
-    if (options.waitForConnection === true) await this.waitUntilConnected(timeoutMs);
+  override async probe(
+    callTimeoutMs: number,
+    options: { waitForConnection?: boolean } = {},
+  ): Promise<NodeProbe> {
+    if (options.waitForConnection === true) await this.waitUntilConnected(callTimeoutMs);
+    // A member's probe reads thousands of keys per shard, queued behind whatever else the shard runs: a longer bound
+    // than one vote's, so that a busy shard is not taken for a misconfigured or unreachable one.
+    const timeoutMs = Math.max(callTimeoutMs, 5_000);
     const started = performance.now();
     let probe: NodeProbe;
     try {

@@ -406,7 +406,9 @@ export class NodeSet implements ProtocolContext {
         (n) =>
           (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
             n.lastProbe?.reachable === false ||
-            (n.owned && n.client.status !== 'ready')) &&
+            (n.owned && n.client.status !== 'ready') ||
+            // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
+            (n.isCluster && !n.initialized)) &&
           !this.repairs.has(n.index),
       );
       if (idle.length === 0) return;
@@ -466,7 +468,7 @@ export class NodeSet implements ProtocolContext {
     this.publishStates();
     try {
       if (node instanceof ClusterConnection) {
-        await repairEmptySlots(this.repairContext(), node);
+        await repairEmptySlots(this.repairContext(), this.nodes, node);
       } else {
         await repairNode(this.repairContext(), node);
         node.initialized = true;

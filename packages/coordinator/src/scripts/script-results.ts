@@ -40,6 +40,7 @@ export type ScriptName =
   | 'inspect'
   | 'repair-marker'
   | 'repair-read'
+  | 'repair-read-slot'
   | 'repair-raise'
   | 'finish-repair'
   | 'fold'
@@ -73,6 +74,12 @@ export const SCRIPT_CODES = {
     ScriptCode.NOT_INITIALIZED,
     ScriptCode.UNDER_REPAIR,
     ScriptCode.INCARNATION_CHANGED,
+    ScriptCode.CORRUPT,
+  ],
+  'repair-read-slot': [
+    ScriptCode.OK,
+    ScriptCode.NOT_INITIALIZED,
+    ScriptCode.UNDER_REPAIR,
     ScriptCode.CORRUPT,
   ],
   'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
@@ -160,6 +167,7 @@ export interface ScriptReplies {
   inspect: InspectReply;
   'repair-marker': RepairMarkerReply;
   'repair-read': RepairReadReply;
+  'repair-read-slot': RepairReadReply;
   'repair-raise': RepairRaiseReply;
   'finish-repair': FinishRepairReply;
   fold: FoldReply;
@@ -269,6 +277,25 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'under-repair' });
       case ScriptCode.INCARNATION_CHANGED:
         return r.done({ kind: 'incarnation-changed' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+    }
+  },
+  'repair-read-slot': (r) => {
+    switch (r.code(SCRIPT_CODES['repair-read-slot'])) {
+      case ScriptCode.OK: {
+        const incarnation = r.text(1);
+        const cursor = r.cursor(2);
+        const floor = r.register(3);
+        const settings = r.fieldMap(4);
+        const registers = r.registerPairs(5);
+        const leases = r.leaseTriples(6);
+        return r.done({ kind: 'read', incarnation, cursor, floor, settings, registers, leases });
+      }
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.UNDER_REPAIR:
+        return r.done({ kind: 'under-repair' });
       case ScriptCode.CORRUPT:
         return r.done({ kind: 'corrupt' });
     }

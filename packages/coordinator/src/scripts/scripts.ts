@@ -19,6 +19,7 @@ export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' }
   inspect: 2,
   'repair-marker': 2,
   'repair-read': 5,
+  'repair-read-slot': 5,
   'repair-raise': 'batch',
   'finish-repair': 4,
   fold: 3,

@@ -5,7 +5,7 @@ import { Cluster, Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
-import { keySlot } from '../../../../packages/coordinator/src/redlock/slots.js';
+import { keySlot } from '../../../fixtures/keys.js';
 
 const members: RedisClusterMember[] = [];
 const standalone: RedisNode[] = [];
