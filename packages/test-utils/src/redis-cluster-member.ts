@@ -43,11 +43,11 @@ export class RedisClusterMember {
     const servers: RedisNode[] = [];
     try {
       for (let i = 0; i < masters * (1 + replicas); i++) {
-        const isReplica = i >= masters;
+        // Every server gets the setting: `redis-cli --cluster create` picks which ones become replicas.
         servers.push(
           await startClusterServer(
             [
-              ...(isReplica ? ['--cluster-replica-no-failover', options.replicaNoFailover ?? 'yes'] : []),
+              ...(replicas > 0 ? ['--cluster-replica-no-failover', options.replicaNoFailover ?? 'yes'] : []),
               ...(options.extraArgs ?? []),
             ],
             options.persistence,
@@ -79,8 +79,19 @@ export class RedisClusterMember {
         String(replicas),
         '--cluster-yes',
       ]);
-      const member = new RedisClusterMember(servers, masters);
+      // Masters first, in the order they were given (the roles are redis-cli's choice).
+      const roles = await Promise.all(
+        servers.map((s) =>
+          run('redis-cli', ['-p', String(s.port), 'ROLE']).then((r) => r.stdout.split('\n')[0]),
+        ),
+      );
+      const ordered = [
+        ...servers.filter((_, i) => roles[i] === 'master'),
+        ...servers.filter((_, i) => roles[i] !== 'master'),
+      ];
+      const member = new RedisClusterMember(ordered, masters);
       await member.waitUntilOk();
+      await member.waitForReplicas(masters * replicas);
       return member;
     } catch (error) {
       await Promise.all(servers.map((s) => s.stop()));
@@ -189,6 +200,26 @@ export class RedisClusterMember {
       if (server.running && server.port !== fromPort && server.port !== to.port) {
         await cli(server.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId).catch(() => undefined);
       }
+    }
+  }
+
+  /** Waits until CLUSTER SLOTS lists `count` replicas in all. */
+  async waitForReplicas(count: number, timeoutMs = 20_000): Promise<void> {
+    if (count === 0) return;
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const { stdout } = await run('redis-cli', [
+        '-2',
+        '--json',
+        '-p',
+        String(this.masters[0]!.port),
+        'CLUSTER',
+        'SLOTS',
+      ]);
+      const ranges = JSON.parse(stdout) as unknown[][];
+      if (ranges.reduce((n, r) => n + r.length - 3, 0) >= count) return;
+      if (performance.now() > deadline) throw new Error(`the cluster did not list ${count} replicas`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 
