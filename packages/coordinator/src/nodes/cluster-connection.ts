@@ -312,6 +312,29 @@ export class ClusterConnection extends NodeConnection {
     this.setSlot(slot, true);
   }
 
+  /**
+   * Each shard as the last probe saw it (up, problems), with its slot counts as they are now: slots voting and
+   * slots under repair change with every vote and repair between probes.
+   */
+  currentShards(): ShardProbe[] {
+    const probed = this.lastProbe?.shards ?? [];
+    const byMaster = new Map<string, SlotRange[]>();
+    for (const range of this.layout)
+      byMaster.set(range.master, [...(byMaster.get(range.master) ?? []), range]);
+    return probed.map((shard) => {
+      const ranges = byMaster.get(shard.address) ?? [];
+      let voting = 0;
+      let repairing = 0;
+      for (const { start, end } of ranges) {
+        for (let slot = start; slot <= end; slot++) {
+          if (this.slotInitialized[slot] === 1) voting++;
+          if (this.slotsUnderRepair.has(slot)) repairing++;
+        }
+      }
+      return { ...shard, votingSlots: voting, slotsUnderRepair: repairing };
+    });
+  }
+
   /** Whether the last layout read has a master serving `slot`. */
   servesSlot(slot: number): boolean {
     return this.layout.some((range) => slot >= range.start && slot <= range.end);

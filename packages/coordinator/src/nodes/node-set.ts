@@ -551,7 +551,7 @@ export class NodeSet implements ProtocolContext {
     if (node.repairStatus !== undefined) {
       status.repair = { ...(node.repairProgress ?? { phase: 'claiming' }), detail: node.repairStatus };
     }
-    if (probe?.shards !== undefined) status.shards = probe.shards.map((shard) => ({ ...shard }));
+    if (node instanceof ClusterConnection) status.shards = node.currentShards();
     return status;
   }
 }

@@ -35,9 +35,7 @@ describe('the start-up check of a cluster member', () => {
     expect(error).toBeInstanceOf(UnsafeNodeError);
     const message = (error as Error).message;
     for (const replica of failover.replicas) {
-      expect(message).toContain(
-        `replica 127.0.0.1:${replica.port} of shard 127.0.0.1:`,
-      );
+      expect(message).toContain(`replica 127.0.0.1:${replica.port} of shard 127.0.0.1:`);
     }
     expect(message).toContain("cluster-replica-no-failover is 'no'; it must be 'yes'");
   }, 120_000);
