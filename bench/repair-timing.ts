@@ -21,7 +21,14 @@ import { Coordinator } from '@fenced/coordinator';
 import { Redis } from 'ioredis';
 import * as prettier from 'prettier';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { keyCounts, machineInfo, probeFsync, sourceRevision, usedMemory } from './bench-environment.js';
+import {
+  keyCounts,
+  machineInfo,
+  probeFsync,
+  redisCpuSeconds,
+  sourceRevision,
+  usedMemory,
+} from './bench-environment.js';
 import { docMarkers, writeDocTables } from './report.js';
 import { sleep } from './runner.js';
 
@@ -76,6 +83,13 @@ interface RepairCase {
     registersCopied?: number;
     /** Repair attempts (more than one if it started over). */
     attempts: number;
+    /**
+     * CPU the repair used, from the call until it resolved: this process (user + sys, which includes the
+     * coordinator's other timers, idle here) and the three redis-servers together (INFO cpu). Less sensitive to
+     * the machine's load than the wall times.
+     */
+    clientCpuMs?: number;
+    serverCpuMs?: number;
   };
   after: {
     voting: boolean;
@@ -260,6 +274,8 @@ async function runCase(name: CaseName, resources: number, maxTtlMs: number): Pro
     // In service a repair starts from a vote or probe that reached the node; here the call may come before the
     // coordinator's client has reconnected, and then fails at once (before claiming anything): try again until the
     // connection is back, and time the attempt that ran.
+    const serverCpuBefore = await redisCpuSeconds(admin); // waits for the admin link to node 2 to reconnect
+    const clientCpuBefore = process.cpuUsage();
     let start = performance.now();
     for (let tries = 1; ; tries++) {
       start = performance.now();
@@ -273,6 +289,8 @@ async function runCase(name: CaseName, resources: number, maxTtlMs: number): Pro
       }
     }
     const end = performance.now();
+    const clientCpu = process.cpuUsage(clientCpuBefore);
+    const serverCpuMs = ((await redisCpuSeconds(admin)) - serverCpuBefore) * 1_000;
     polling = false;
     await poller;
     log(`${name}: repaired in ${((end - start) / 1_000).toFixed(2)} s`);
@@ -330,6 +348,8 @@ async function runCase(name: CaseName, resources: number, maxTtlMs: number): Pro
         ...(raiseAt === undefined ? {} : { raiseMs: end - raiseAt }),
         ...(copied === null ? {} : { registersCopied: Number(copied[1]) }),
         attempts,
+        clientCpuMs: (clientCpu.user + clientCpu.system) / 1_000,
+        serverCpuMs,
       },
       after: {
         voting,
@@ -364,6 +384,7 @@ export function renderRepair(results: RepairResults): string {
     seconds(c.repair.readMs),
     seconds(c.repair.raiseMs),
     `**${seconds(c.repair.totalMs)}**`,
+    `${seconds(c.repair.clientCpuMs)} / ${seconds(c.repair.serverCpuMs)}`,
     c.after.targetKeys.toLocaleString('en-US'),
     `${c.after.voting ? 'votes' : '**not voting**'}; ${c.after.lower === 0 ? `${c.after.checked.toLocaleString('en-US')} checked, none lower` : `**${c.after.lower} lower**`}; next token ${c.after.nextTokenAboveHistory ? 'above' : '**not above**'} the history`,
   ]);
@@ -376,6 +397,7 @@ export function renderRepair(results: RepairResults): string {
     'seal + read',
     'raise + finish',
     'total',
+    'CPU: coordinator / servers',
     'keys on the repaired node',
     'after',
   ];

@@ -6,15 +6,19 @@
 -- KEYS[2]      floor            `<prefix>:node:floor` (what an absent register reads as; absent = 0)
 -- KEYS[3]      seal epoch       `<prefix>:node:seal` (absent = '')
 -- KEYS[4]      settings         `<prefix>:node:settings` (hash; field maxTtlMs bounds the ttl when present)
--- KEYS[2i+3]   lease key        `<prefix>:{<resource>}:lease`, value `<leaseId>|<token>`          (i = 1 .. n)
--- KEYS[2i+4]   token register   `<prefix>:{<resource>}:token`, value `cur` as a decimal string (absent = floor)
+-- KEYS[3i+2]   lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock': the resource name     (i = 1 .. n)
+-- KEYS[3i+3]   lease record     `<leaseId>|<token>`: the lease key itself ('fenced') or a key beside it ('redlock')
+-- KEYS[3i+4]   token register   `<prefix>:{<resource>}:token` (or beside the lease key), `cur` as a decimal string
+--              (absent = floor)
+-- (redlock/keys.ts: in the 'redlock' layout the lease key holds exactly the lease id, as node-redlock's does.)
 -- ARGV[4i-3]   lease id (base64url, never contains '|')
 -- ARGV[4i-2]   ttl in milliseconds (integer)
 -- ARGV[4i-1]   proposed token t (canonical decimal string, 1 ..= 2^63-1)
 -- ARGV[4i]     the seal epoch the caller last saw for this node ('' for none)
 --
 -- Returns an array of n replies, the i-th for the i-th acquire:
---   {1, 1}          GRANTED and PROMISED: the lease key now holds `<leaseId>|<t>` for ttl ms and cur is now t
+--   {1, 1}          GRANTED and PROMISED: the record now holds `<leaseId>|<t>` for ttl ms (and a separate lease
+--                   key the lease id, for ttl ms too) and cur is now t
 --                   (the client knows t, so it is not sent back).
 --   {1, 0, cur}     GRANTED, promise REFUSED: t <= cur, cur unchanged (decimal string).
 --   {2, pttl, cur}  HELD: another lease holds the key; pttl is its remaining ttl in ms (-1: no expiry).
@@ -34,16 +38,16 @@
 -- @include seal
 -- @include call-error
 
-local n = (#KEYS - 4) / 2
+local n = (#KEYS - 4) / 3
 if n < 1 or n % 1 ~= 0 or #ARGV ~= 4 * n then
-  return redis.error_reply('ERR fenced acquire: expected 4 + 2n keys and 4n arguments')
+  return redis.error_reply('ERR fenced acquire: expected 4 + 3n keys and 4n arguments')
 end
 
 local initialized = redis.call('EXISTS', KEYS[1]) == 1
 local epoch = seal_epoch(KEYS[3])
 local max_ttl = recorded_max_ttl(KEYS[4])
 
-local function acquire_one(lease_key, token_key, lease_id, ttl, proposal, caller_epoch)
+local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, proposal, caller_epoch)
   if not initialized then
     return {3}
   end
@@ -60,11 +64,17 @@ local function acquire_one(lease_key, token_key, lease_id, ttl, proposal, caller
   end
   local value = redis.call('GET', lease_key)
   -- Ownership check: a key holding our own id is a vote for us (an earlier attempt of this same acquire
-  -- reached this node), so retries never block themselves; any other value belongs to someone else.
+  -- reached this node), so retries never block themselves; any other value belongs to someone else (in the
+  -- 'redlock' layout also a key another program set, e.g. node-redlock itself).
   if value ~= false and lease_holder(value) ~= lease_id then
     return {2, redis.call('PTTL', lease_key), cur}
   end
-  redis.call('SET', lease_key, lease_id .. '|' .. proposal, 'PX', ttl)
+  if record_key == lease_key then
+    redis.call('SET', lease_key, lease_id .. '|' .. proposal, 'PX', ttl)
+  else
+    redis.call('SET', lease_key, lease_id, 'PX', ttl)
+    redis.call('SET', record_key, lease_id .. '|' .. proposal, 'PX', ttl)
+  end
   -- The promise: only above everything this node ever promised for the resource (cur, or the floor).
   if greater(proposal, cur) then
     redis.call('SET', token_key, proposal)
@@ -75,7 +85,7 @@ end
 
 local replies = {}
 for i = 1, n do
-  local ok, reply = pcall(acquire_one, KEYS[2 * i + 3], KEYS[2 * i + 4], ARGV[4 * i - 3], ARGV[4 * i - 2],
+  local ok, reply = pcall(acquire_one, KEYS[3 * i + 2], KEYS[3 * i + 3], KEYS[3 * i + 4], ARGV[4 * i - 3], ARGV[4 * i - 2],
     ARGV[4 * i - 1], ARGV[4 * i])
   replies[i] = ok and reply or call_error(reply)
 end

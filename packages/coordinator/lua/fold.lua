@@ -13,7 +13,7 @@
 -- KEYS[3]  fold lock        `<prefix>:node:fold`: one pass per interval per node, whichever process starts it
 -- ARGV[1]  SCAN cursor ('0' to start a pass)
 -- ARGV[2]  SCAN COUNT hint (integer)
--- ARGV[3]  SCAN MATCH pattern of token registers (`<prefix>:{*}:token`, glob-escaped)
+-- ARGV[3]  SCAN MATCH pattern of token registers (`<prefix>:{*:token`, glob-escaped; both key layouts)
 -- ARGV[4]  minimum idle time in seconds (OBJECT IDLETIME, which has one-second resolution)
 -- ARGV[5]  pass interval in milliseconds: starting a pass takes the fold lock for this long
 --
@@ -44,7 +44,7 @@ local scan = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[3], 'COUNT', ARGV[2])
 local folded = 0
 local raised = floor
 for _, key in ipairs(scan[2]) do
-  -- `<prefix>:{<tag>}:token` -> `<prefix>:{<tag>}:lease`
+  -- `<prefix>:{<tag>}:token` -> `<prefix>:{<tag>}:lease`: the lease's record, in either key layout (redlock/keys.ts)
   local lease_key = string.sub(key, 1, #key - 5) .. 'lease'
   if redis.call('EXISTS', lease_key) == 0 and redis.call('OBJECT', 'IDLETIME', key) >= min_idle then
     local value = redis.call('GET', key)

@@ -4,14 +4,14 @@
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
 -- KEYS[2]  floor            `<prefix>:node:floor`
 -- KEYS[3]  seal epoch       `<prefix>:node:seal` (absent = '')
--- KEYS[4]  lease key        `<prefix>:{<resource>}:lease`
+-- KEYS[4]  lease record     `<leaseId>|<token>` (the lease key in the 'fenced' layout, the key beside it in 'redlock')
 -- KEYS[5]  token register   `<prefix>:{<resource>}:token` (absent = floor)
 -- ARGV[1]  lease id of the proposer
 -- ARGV[2]  proposed token t (canonical decimal string, 1 ..= 2^63-1)
 -- ARGV[3]  the seal epoch the caller last saw for this node ('' for none)
 --
 -- Returns
---   {1, cur}    PROMISED: t > cur, so cur is now t. If the lease key holds ARGV[1], its token part becomes t
+--   {1, cur}    PROMISED: t > cur, so cur is now t. If the lease record holds ARGV[1], its token part becomes t
 --               (KEEPTTL) so extend and inspect report the token of this grant.
 --   {5, cur}    REFUSED: t <= cur; cur (decimal string) is returned so the next proposal can go above it.
 --   {3}         NOT_INITIALIZED: the incarnation key is missing; this node must not vote.

@@ -4,30 +4,33 @@
 -- KEYS[1]      repair marker    `<prefix>:node:repair`, value = the repair id
 -- KEYS[2]      floor            `<prefix>:node:floor`
 -- KEYS[2+i]    token register   `<prefix>:{<resource>}:token`                            (i = 1 .. r, r = ARGV[3])
--- KEYS[2+r+j]  lease key        `<prefix>:{<resource>}:lease`                            (j = 1 .. l)
+-- KEYS[1+r+2j] lease record     `<leaseId>|<token>` (as read from a source)               (j = 1 .. l)
+-- KEYS[2+r+2j] its lease key    the record itself ('fenced' layout) or the resource name ('redlock' layout)
 -- ARGV[1]      repair id
 -- ARGV[2]      the highest floor read from the sources (canonical decimal string, '0' for none)
 -- ARGV[3]      r, the number of registers in this batch
 -- ARGV[3+i]    the value for register i (canonical decimal string)
--- ARGV[2+r+2j] the value of lease j (`<leaseId>|<token>`), ARGV[3+r+2j] its remaining ttl in ms (positive)
+-- ARGV[2+r+2j] the value of record j (`<leaseId>|<token>`), ARGV[3+r+2j] its remaining ttl in ms (positive)
 --
 -- Returns
---   {1}  RAISED: floor = max(floor, ARGV[2]); each register = max(its value or the floor, ARGV[3+i]); each lease
---        key that is absent is set to its value for its remaining ttl (a lease already there is left alone).
+--   {1}  RAISED: floor = max(floor, ARGV[2]); each register = max(its value or the floor, ARGV[3+i]); each record
+--        that is absent is set to its value for its remaining ttl, and a separate lease key that is absent to the
+--        lease id (a key already there is left alone).
 --   {4}  CORRUPT: the floor or a register holds something other than a decimal token; nothing more is written.
 --   {6}  NO_REPAIR_MARKER: the marker is gone or belongs to another repair (the node restarted again, or the
 --        marker expired and another process took over): nothing changed, the repair must start over.
 -- Raising is idempotent and never lowers anything, so a batch retried after a lost reply is harmless.
 
 -- @include decimal-token
+-- @include lease-value
 
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {6}
 end
 local r = tonumber(ARGV[3])
-local l = #KEYS - 2 - r
-if r == nil or l < 0 or #ARGV ~= 3 + r + 2 * l then
-  return redis.error_reply('ERR fenced repair-raise: expected 2 + r + l keys and 3 + r + 2l arguments')
+local l = r and (#KEYS - 2 - r) / 2
+if r == nil or l < 0 or l % 1 ~= 0 or #ARGV ~= 3 + r + 2 * l then
+  return redis.error_reply('ERR fenced repair-raise: expected 2 + r + 2l keys and 3 + r + 2l arguments')
 end
 local floor = read_floor(KEYS[2])
 if floor == nil then
@@ -35,17 +38,43 @@ if floor == nil then
 end
 if ARGV[2] ~= '0' and greater(ARGV[2], floor) then
   redis.call('SET', KEYS[2], ARGV[2])
+  floor = ARGV[2]
 end
-for i = 1, r do
-  local cur = read_register(KEYS[2 + i], KEYS[2])
-  if cur == nil then
-    return {4}
+-- The registers in chunks: one MGET reads a chunk, one MSET writes the ones to raise (fewer calls into Redis and
+-- one command per chunk in the AOF instead of one per register). Every chunk is checked before anything in it is
+-- written, and a corrupt value stops the script, so "nothing more is written" holds per register as before.
+local CHUNK = 500
+for from = 1, r, CHUNK do
+  local to = math.min(r, from + CHUNK - 1)
+  local keys = {}
+  for i = from, to do
+    keys[#keys + 1] = KEYS[2 + i]
   end
-  if greater(ARGV[3 + i], cur) then
-    redis.call('SET', KEYS[2 + i], ARGV[3 + i])
+  local values = redis.call('MGET', unpack(keys))
+  local raise = {}
+  for i = from, to do
+    -- An absent register reads as the floor (raised above, if the sources' floor is higher).
+    local cur = values[i - from + 1]
+    if cur == false then
+      cur = floor
+    elseif not is_token(cur) then
+      return {4}
+    end
+    if greater(ARGV[3 + i], cur) then
+      raise[#raise + 1] = KEYS[2 + i]
+      raise[#raise + 1] = ARGV[3 + i]
+    end
+  end
+  if #raise > 0 then
+    redis.call('MSET', unpack(raise))
   end
 end
 for j = 1, l do
-  redis.call('SET', KEYS[2 + r + j], ARGV[2 + r + 2 * j], 'PX', ARGV[3 + r + 2 * j], 'NX')
+  local record_key, lease_key = KEYS[1 + r + 2 * j], KEYS[2 + r + 2 * j]
+  local value, pttl = ARGV[2 + r + 2 * j], ARGV[3 + r + 2 * j]
+  redis.call('SET', record_key, value, 'PX', pttl, 'NX')
+  if lease_key ~= record_key then
+    redis.call('SET', lease_key, lease_holder(value), 'PX', pttl, 'NX')
+  end
 end
 return {1}

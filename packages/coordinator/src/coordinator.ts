@@ -34,7 +34,7 @@ import { inspectOnQuorum } from './protocol/inspect.js';
 import { acquireWithin, type AcquireLoopContext } from './protocol/acquire-within.js';
 import { Releaser } from './protocol/release.js';
 import { createLeaseSigner, type LeaseSigner } from './signing/lease-signer.js';
-import { resourceKeys, type ResourceKeys } from './redlock/keys.js';
+import { resourceKeys, resourceNameClash, type ResourceKeys } from './redlock/keys.js';
 import { monotonicNow } from './redlock/validity.js';
 import { TokenProposer } from './tokens/proposal.js';
 import { ReleaseNotifier } from './protocol/waiters.js';
@@ -273,7 +273,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     ttlMs: number,
   ): Promise<Lease | MultiLease> {
     if (Array.isArray(resource)) return this.extendMany(resource, leaseId, ttlMs);
-    validateResourceName(resource);
+    this.validateResource(resource);
     this.validateLeaseId(leaseId);
     this.validateTtl(ttlMs);
     const grant = await this.extendLease(resource as string, leaseId, ttlMs, undefined);
@@ -289,15 +289,15 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   async release(resources: readonly string[], leaseId: string): Promise<void>;
   async release(resource: string | readonly string[], leaseId: string): Promise<void> {
     const names: readonly string[] = Array.isArray(resource)
-      ? validateResourceList(resource, validateResourceName)
-      : [validateResourceName(resource)];
+      ? validateResourceList(resource, this.validateResource)
+      : [this.validateResource(resource)];
     this.validateLeaseId(leaseId);
     await releaseEvery(names, (name) => this.releaseLease(name, leaseId));
   }
 
   /** Whether a majority of nodes holds a lease on the resource, and its token. Never returns a lease id. */
   async inspect(resource: string): Promise<{ held: boolean; token?: bigint }> {
-    validateResourceName(resource);
+    this.validateResource(resource);
     await this.nodes.started();
     return inspectOnQuorum(this.nodes, this.keysOf(resource));
   }
@@ -431,7 +431,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     options: AcquireOptions | TryAcquireOptions,
     allowWait: boolean,
   ): Promise<MultiLease | null> {
-    const names = validateResourceList(resources, validateResourceName);
+    const names = validateResourceList(resources, this.validateResource);
     const { ttlMs, waitMs, signal, watch } = this.validateAcquire(names[0]!, options, allowWait);
     await this.nodes.started();
     signal?.throwIfAborted();
@@ -468,7 +468,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     leaseId: string,
     ttlMs: number,
   ): Promise<MultiLease> {
-    const names = validateResourceList(resources, validateResourceName);
+    const names = validateResourceList(resources, this.validateResource);
     this.validateLeaseId(leaseId);
     this.validateTtl(ttlMs);
     const results = await Promise.allSettled(
@@ -546,8 +546,20 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   }
 
   private keysOf(resource: string): ResourceKeys {
-    return resourceKeys(this.settings.keyPrefix, resource);
+    return resourceKeys(this.settings.keyPrefix, resource, this.settings.keyLayout);
   }
+
+  /** A valid resource name that is not inside this coordinator's own namespace in the `'redlock'` key layout. */
+  private readonly validateResource = (resource: unknown): string => {
+    const name = validateResourceName(resource);
+    if (resourceNameClash(this.settings.keyPrefix, name, this.settings.keyLayout)) {
+      throw new InvalidRequestError(
+        `resource must not start with "${this.settings.keyPrefix}:" under keyLayout 'redlock' (the lease key is the ` +
+          `resource name itself, and that namespace holds the coordinator's own keys), got "${name.slice(0, 80)}" (string)`,
+      );
+    }
+    return name;
+  };
 
   private reportNodeError(node: number, operation: string, error: unknown): void {
     const address = this.nodes?.nodes[node]?.address ?? `node ${node}`;
@@ -567,7 +579,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     options: AcquireOptions | TryAcquireOptions,
     allowWait: boolean,
   ): { ttlMs: number; waitMs: number; signal: AbortSignal | undefined; watch: LeaseWatchOptions } {
-    validateResourceName(resource);
+    this.validateResource(resource);
     if (typeof options !== 'object' || options === null) {
       throw new InvalidRequestError('acquire options must be an object with ttlMs');
     }

@@ -8,6 +8,8 @@ import {
   mergeOptions,
   type NumberRange,
 } from '@fenced/shared';
+import { MAX_TIMER_MS } from './redlock/timer-limit.js';
+import { KEY_LAYOUTS, type KeyLayout } from './redlock/keys.js';
 import { driftMs } from './redlock/validity.js';
 import type { SigningKey } from './signing/lease-signer.js';
 import type { ClusterMemberConfig } from './nodes/cluster-connection.js';
@@ -37,6 +39,17 @@ export interface CoordinatorOptions {
    * @defaultValue `'fenced'`
    */
   keyPrefix?: string;
+  /**
+   * Where each resource's keys live (redlock/keys.ts). `'fenced'`: `${keyPrefix}:{<resource>}:lease` holding
+   * `<leaseId>|<token>`. `'redlock'`: node-redlock's lease keys: the lease key is the resource name itself holding
+   * exactly the lease id (what a redlock lock's `value` is), with the token register and the lease's record beside it
+   * in the same cluster slot under `${keyPrefix}:{<slot tag>}:<resource>:…`; resource names starting with
+   * `${keyPrefix}:` are then refused. One of the cluster's settings recorded on the nodes: a process whose layout
+   * differs from the recorded one refuses to start (with `clusterSettings: 'adopt'` it runs with the recorded one).
+   * A node initialized before the layout was recorded uses `'fenced'`.
+   * @defaultValue `'fenced'`
+   */
+  keyLayout?: KeyLayout;
   /**
    * Clock drift allowance, as a fraction of the ttl, subtracted from every validity (DESIGN §2.3). Larger is
    * safer against fast server clocks but shortens every lease.
@@ -74,7 +87,8 @@ export interface CoordinatorOptions {
    * fresh cluster records it, the nodes refuse an acquire or extend above the recorded value, and `ready()` refuses
    * to start when this differs from the recorded value (see `clusterSettings`; change the cluster's with
    * `fenced-coordinator settings set max-ttl`). No token guarantee depends on it: a node that restarted empty is
-   * repaired without any wait (the sealed repair).
+   * repaired without any wait (the sealed repair), and no guard promise on the lease's length (G1–G5): a longer
+   * maximum only lets a holder that dies keep its resources unavailable for longer. Up to `Number.MAX_SAFE_INTEGER`.
    * @defaultValue `3_600_000` (one hour)
    */
   maxTtlMs?: number;
@@ -91,7 +105,8 @@ export interface CoordinatorOptions {
    * before it is folded into the node's floor (DESIGN §3). Folding keeps tokens unique and increasing — an absent
    * register reads as the floor, which is at least every value folded into it — and bounds each node's memory by
    * the resources used within this period. Shorter frees memory sooner; a resource locked again after it was
-   * folded may need a second token round when its guess is below the floor. At least `maxTtlMs`.
+   * folded may need a second token round when its guess is below the floor. At least `maxTtlMs` (or a timer's
+   * range, about 24.8 days, when `maxTtlMs` is longer: a register with a live lease is never folded anyway).
    * @defaultValue `2 × maxTtlMs`
    */
   tokenRetentionMs?: number;
@@ -116,6 +131,7 @@ export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes' | 's
 /** Defaults of every {@link CoordinatorOptions} option but `nodes` (none) and `tokenRetentionMs` (twice `maxTtlMs`). */
 export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
   keyPrefix: 'fenced',
+  keyLayout: 'fenced',
   driftFactor: 0.01,
   nodeTimeoutMs: 1_000,
   retryDelayMs: 100,
@@ -126,8 +142,8 @@ export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
   unsafeAllowUnsafeNodes: false,
 } satisfies Omit<CoordinatorSettings, 'tokenRetentionMs'>);
 
-/** Largest `maxTtlMs`, `waitMs` and delay accepted: what a Node.js timer can hold (about 24.8 days). */
-export const MAX_TIMER_MS = 2_147_483_647;
+/** Largest `waitMs`, `tokenRetentionMs` and delay accepted: what a Node.js timer can hold (about 24.8 days). */
+export { MAX_TIMER_MS };
 
 // No braces (they would change the hash tag), no whitespace or control characters.
 const KEY_PREFIX = /^[^\s{}\u0000-\u001f\u007f-\u009f]{1,64}$/u; // eslint-disable-line no-control-regex
@@ -142,7 +158,8 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
     'signingKey',
     'tokenRetentionMs',
   ]);
-  const maxTtlMs = integer('maxTtlMs', merged.maxTtlMs, { min: 1, max: MAX_TIMER_MS });
+  // Above a timer's range too (redlock users lock for years): the coordinator's own timers re-arm in steps.
+  const maxTtlMs = integer('maxTtlMs', merged.maxTtlMs, { min: 1, max: Number.MAX_SAFE_INTEGER });
   const settings: CoordinatorSettings = {
     keyPrefix: assertMatches(
       'keyPrefix',
@@ -150,6 +167,7 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
       KEY_PREFIX,
       '1 to 64 characters without braces, whitespace or control characters',
     ),
+    keyLayout: keyLayoutOf(merged.keyLayout),
     driftFactor: assertNumber('driftFactor', merged.driftFactor, { min: 0, max: 0.5 }),
     nodeTimeoutMs: integer('nodeTimeoutMs', merged.nodeTimeoutMs, { min: 1, max: 60_000 }),
     retryDelayMs: integer('retryDelayMs', merged.retryDelayMs, { min: 0, max: MAX_TIMER_MS }),
@@ -159,7 +177,7 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
     tokenRetentionMs: integer(
       'tokenRetentionMs',
       merged.tokenRetentionMs ?? Math.min(2 * maxTtlMs, MAX_TIMER_MS),
-      { min: maxTtlMs, max: MAX_TIMER_MS },
+      { min: Math.min(maxTtlMs, MAX_TIMER_MS), max: MAX_TIMER_MS },
     ),
     clusterSettings: clusterSettingsMode(merged.clusterSettings),
     unsafeAllowUnsafeNodes: assertBoolean('unsafeAllowUnsafeNodes', merged.unsafeAllowUnsafeNodes),
@@ -170,6 +188,13 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
     );
   }
   return Object.freeze(settings);
+}
+
+function keyLayoutOf(value: unknown): KeyLayout {
+  if (KEY_LAYOUTS.includes(value as KeyLayout)) return value as KeyLayout;
+  throw new InvalidRequestError(
+    `keyLayout must be 'fenced' or 'redlock', got ${JSON.stringify(value) ?? String(value)} (${typeof value})`,
+  );
 }
 
 function clusterSettingsMode(value: unknown): ClusterSettingsMode {

@@ -2,17 +2,17 @@ import type { MultiLease } from '@fenced/coordinator';
 import { LeaseLostError, QuorumUnavailableError } from '@fenced/shared';
 
 /**
- * Keeps a lock whose requested duration is longer than the cluster's maximum TTL (redlock users lock for
- * `Number.MAX_SAFE_INTEGER / 10` ms and more): the lease on the nodes never lives longer than `maxTtlMs`, and this
- * keeper extends it (at half its remaining validity, each time to `min(maxTtlMs, time left)`) until the
- * requested duration is over, then releases it, as the lock would have expired.
+ * Keeps a lock whose requested duration is longer than the maximum TTL recorded on the cluster's nodes — a cluster
+ * initialized by another fenced process (one hour by default), not by a Redlock (which records
+ * `REDLOCK_MAX_TTL_MS`, so every duration fits): the lease on the nodes lives at most that maximum, and this keeper
+ * extends it (at half its remaining validity, each time to `min(maxTtlMs, time left)`) until the requested
+ * duration is over, then releases it, as the lock would have expired.
  *
- * Why not a longer lease: the maximum TTL bounds what the token argument may depend on (a grant is decided within
- * its ttl; DESIGN §3), and it is enforced for every process of the cluster. A longer lock is therefore a chain of
- * leases of the same grant, never a lease longer than the maximum: extensions keep the token and mint none, so
- * G2 is untouched. What the caller gives up is only what an extension can fail to do: when the nodes cannot be
- * reached for a whole lease, the lock is lost before its requested end (`onLost`), exactly like a lock that
- * `using()` fails to extend.
+ * Why not a longer lease here: the nodes refuse an acquire or extend above the cluster's recorded maximum (a setting
+ * every process of the cluster shares; nodes/cluster-settings.ts in the coordinator). No token argument rests on
+ * it: extensions keep the token and mint none, so the chain is one grant and G2 is untouched. What the caller gives
+ * up is only what an extension can fail to do: when the nodes cannot be reached for a whole lease, the lock is lost
+ * before its requested end (`onLost`), exactly like a lock that `using()` fails to extend.
  */
 export class LongLockKeeper {
   private timer: NodeJS.Timeout | undefined;

@@ -50,6 +50,19 @@ export const DEFAULT_REDLOCK_SETTINGS: Readonly<Settings> = Object.freeze({
 const SETTING_NAMES = new Set(Object.keys(DEFAULT_REDLOCK_SETTINGS));
 
 /**
+ * The maximum TTL a Redlock records when it initializes a fresh cluster (and runs with unless it names `maxTtlMs`):
+ * the largest integer a duration can be, so every duration redlock accepts is granted as one lease of that length.
+ * Why this weakens none of G1–G5: no token argument rests on the maximum (a node that lost its state is repaired by
+ * the sealed repair, which needs no clock and no wait; DESIGN §3), and the guard (G1, G3–G5) never looks at a
+ * lease's length. What a long lease costs is liveness only, as in redlock: a holder that dies without releasing
+ * keeps its resources unavailable until the lease runs out.
+ */
+export const REDLOCK_MAX_TTL_MS = Number.MAX_SAFE_INTEGER;
+
+/** The longest delay a Node.js timer holds; longer waits re-arm. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
  * The redlock v5 API over a fenced {@link Coordinator}: the same constructor, methods, events and errors, and
  * every lock carries fencing tokens. See the package README for what behaves differently and why.
  */
@@ -89,8 +102,12 @@ export class Redlock extends EventEmitter {
     this.settings = Object.freeze({ ...DEFAULT_REDLOCK_SETTINGS, ...(redlockSettings as Partial<Settings>) });
     this.coordinator = new Coordinator({
       // A redlock user does not pick fenced's maximum TTL: unless this process names one, it runs with the one the
-      // cluster recorded on its nodes (one that names another is refused, as any fenced process is).
+      // cluster recorded on its nodes (one that names another is refused, as any fenced process is), and a cluster
+      // it initializes records REDLOCK_MAX_TTL_MS, so a duration is granted as asked (see the README, Durations).
       clusterSettings: fencedSettings.maxTtlMs === undefined ? 'adopt' : 'require-match',
+      maxTtlMs: REDLOCK_MAX_TTL_MS,
+      // redlock's own lease keys: the resource name holding the lock's value (redlock/keys.ts in the coordinator).
+      keyLayout: 'redlock',
       ...(fencedSettings as FencedSettings),
       // Recognised by what they can do (any copy of ioredis 4.28+ or 5); a Cluster is refused with its reason.
       nodes: [...this.clients] as Redis[],
@@ -247,11 +264,14 @@ export class Redlock extends EventEmitter {
         );
         return;
       }
+      const delay = Math.max(0, remaining - merged.automaticExtensionThreshold);
+      // A timer holds at most MAX_TIMER_MS: a longer wait re-arms instead of extending early.
       timer = setTimeout(
         () => {
-          extension = extend();
+          if (delay > MAX_TIMER_MS) schedule();
+          else extension = extend();
         },
-        Math.max(0, remaining - merged.automaticExtensionThreshold),
+        Math.min(delay, MAX_TIMER_MS),
       );
     };
     const extend = async (): Promise<void> => {

@@ -1,10 +1,12 @@
 import { InvalidRequestError } from './errors.js';
 import { describeValue } from './validation.js';
 
+// Both typed `bigint`, not inferred: their declarations then carry no BigInt literal, which TypeScript refuses in
+// the .d.ts files of a project targeting below ES2020 (node-redlock's own tsconfig targets es2018).
 /** The smallest fencing token. Tokens are positive 64-bit signed integers: 1 ..= 2^63 - 1 (Postgres `bigint`). */
-export const MIN_TOKEN = 1n;
+export const MIN_TOKEN: bigint = 1n;
 /** The largest fencing token, 2^63 - 1. */
-export const MAX_TOKEN = (1n << 63n) - 1n;
+export const MAX_TOKEN: bigint = (1n << 63n) - 1n;
 
 /** The HTTP header a guarded write carries its token in. */
 export const FENCING_TOKEN_HEADER = 'Fencing-Token';

@@ -91,7 +91,7 @@ export function assertBoolean(name: string, value: unknown): boolean {
  * @returns `value` when it is one of `allowed`.
  * @throws InvalidRequestError `<name> must be one of 'a', 'b', got <value (type)>`.
  */
-export function assertOneOf<const T extends string>(name: string, value: unknown, allowed: readonly T[]): T {
+export function assertOneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
     throw invalidValue(name, `one of ${allowed.map((a) => `'${a}'`).join(', ')}`, value);
   }

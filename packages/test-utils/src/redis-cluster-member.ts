@@ -203,21 +203,25 @@ export class RedisClusterMember {
     }
   }
 
-  /** Waits until CLUSTER SLOTS lists `count` replicas in all. */
+  /** Waits until every master's CLUSTER SLOTS lists `count` replicas in all. */
   async waitForReplicas(count: number, timeoutMs = 20_000): Promise<void> {
     if (count === 0) return;
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      const { stdout } = await run('redis-cli', [
-        '-2',
-        '--json',
-        '-p',
-        String(this.masters[0]!.port),
-        'CLUSTER',
-        'SLOTS',
-      ]);
-      const ranges = JSON.parse(stdout) as unknown[][];
-      if (ranges.reduce((n, r) => n + r.length - 3, 0) >= count) return;
+      let everywhere = true;
+      for (const server of this.masters) {
+        const { stdout } = await run('redis-cli', [
+          '-2',
+          '--json',
+          '-p',
+          String(server.port),
+          'CLUSTER',
+          'SLOTS',
+        ]);
+        const ranges = JSON.parse(stdout) as unknown[][];
+        if (ranges.reduce((n, r) => n + r.length - 3, 0) < count) everywhere = false;
+      }
+      if (everywhere) return;
       if (performance.now() > deadline) throw new Error(`the cluster did not list ${count} replicas`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -173,6 +173,7 @@ describe('contention', () => {
       node.seal,
       node.settings,
       leaseKey(resource),
+      keysOf(resource).record,
       keysOf(resource).token,
     ];
     const epoch = (await client.get(node.seal)) ?? '';

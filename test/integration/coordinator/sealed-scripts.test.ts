@@ -51,7 +51,7 @@ async function acquire(
   const [reply] = (await runScript(
     redis,
     'acquire',
-    [node.incarnation, node.floor, node.seal, node.settings, keys.lease, keys.token],
+    [node.incarnation, node.floor, node.seal, node.settings, keys.lease, keys.record, keys.token],
     [leaseId, ttlMs, proposal.toString(), epoch],
   )) as unknown[];
   return interpretReply('acquire', reply);
@@ -69,7 +69,7 @@ async function promise(
     await runScript(
       redis,
       'promise',
-      [node.incarnation, node.floor, node.seal, keys.lease, keys.token],
+      [node.incarnation, node.floor, node.seal, keys.record, keys.token],
       [leaseId, proposal.toString(), epoch],
     ),
   );
@@ -139,7 +139,7 @@ describe('the seal on a real node', () => {
       runScript(
         redis,
         'extend',
-        [ctx.node.incarnation, ctx.node.settings, ctx.keys.lease],
+        [ctx.node.incarnation, ctx.node.settings, ctx.keys.lease, ctx.keys.record],
         ['lease-d', ttlMs],
       ).then((r) => interpretReply('extend', r));
     expect(await extend(60_000)).toEqual({ kind: 'ttl-above-max', maxTtlMs: 3000 });

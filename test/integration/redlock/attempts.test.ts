@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import Redlock, { ExecutionError, ResourceLockedError } from '@fenced/redlock';
 import { LeaseLostError } from '@fenced/shared';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { leaseKey, lockValue } from './redlock-fixture.js';
+import { lockValue } from './redlock-fixture.js';
 
 // redlock v5 semantics its users rely on, beyond what node-redlock's own tests check: attempts counted per
 // attempt (also on success), `retryCount: -1`, and the `error` event of a long lock whose keeper lost it.
@@ -73,17 +73,16 @@ describe('@fenced/redlock locks longer than maxTtlMs', () => {
     const errors: Error[] = [];
     redlock.on('error', (error: Error) => errors.push(error));
     const lock = await redlock.acquire(['{attempts}kept'], 10 * maxTtlMs);
-    expect(await lockValue(nodes[0]!, '{attempts}kept', keyPrefix)).toBe(lock.value);
+    expect(await lockValue(nodes[0]!, '{attempts}kept')).toBe(lock.value);
     // Another holder on every node: the keeper's next extension finds it.
-    for (const node of nodes)
-      await node.set(leaseKey('{attempts}kept', keyPrefix), 'successor', 'PX', 60_000);
+    for (const node of nodes) await node.set('{attempts}kept', 'successor', 'PX', 60_000);
     for (let i = 0; i < 200 && errors.length === 0; i++) await sleep(20);
     const lost = errors.find((e) => e instanceof ExecutionError);
     expect(lost).toBeInstanceOf(ExecutionError);
     expect(lost!.cause).toBeInstanceOf(LeaseLostError);
     expect(lock.expiration).toBe(0);
     // The successor's keys are untouched.
-    for (const node of nodes) expect(await node.get(leaseKey('{attempts}kept', keyPrefix))).toBe('successor');
-    for (const node of nodes) await node.del(leaseKey('{attempts}kept', keyPrefix));
+    for (const node of nodes) expect(await node.get('{attempts}kept')).toBe('successor');
+    for (const node of nodes) await node.del('{attempts}kept');
   });
 });

@@ -78,7 +78,9 @@ describe.each(Object.entries(kinds))('@fenced/redlock with clients of %s', (kind
   });
 
   it('runs a coordinator over them directly', async () => {
-    const coordinator = new Coordinator({ nodes: ports().map(connect) as never });
+    // Its own key prefix: the Redlocks above initialized these nodes in redlock's key layout (a setting of the
+    // cluster), and a coordinator in the default layout is another cluster.
+    const coordinator = new Coordinator({ nodes: ports().map(connect) as never, keyPrefix: 'fenced-direct' });
     try {
       await coordinator.ready();
       const lease = await coordinator.acquire(`{foreign-coordinator}${kind}`, { ttlMs: 5_000 });

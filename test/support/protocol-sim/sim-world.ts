@@ -167,9 +167,12 @@ export class SimWorld {
   }
 }
 
-/** The resource keys a simulated script call uses (the same names the coordinator derives). */
+/**
+ * The resource keys a simulated script call uses (the same names the coordinator derives). The model keeps the
+ * 'fenced' key layout, where the lease record is the lease key itself.
+ */
 interface Keys {
-  readonly lease: string;
+  readonly record: string;
   readonly token?: string;
 }
 
@@ -209,27 +212,27 @@ export class SimNode implements ProtocolNode, RepairNode {
   acquire(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number, proposal: bigint) {
     const epoch = this.sealEpoch;
     return this.call(`acquire t=${proposal}`, timeoutMs, () =>
-      this.model.acquire(keys.lease, keys.token!, leaseId, ttlMs, proposal, epoch),
+      this.model.acquire(keys.record, keys.token!, leaseId, ttlMs, proposal, epoch),
     ).then((reply) => this.learn(reply));
   }
 
   promise(timeoutMs: number, keys: Keys, leaseId: string, proposal: bigint) {
     const epoch = this.sealEpoch;
     return this.call(`promise t=${proposal}`, timeoutMs, () =>
-      this.model.promise(keys.lease, keys.token!, leaseId, proposal, epoch),
+      this.model.promise(keys.record, keys.token!, leaseId, proposal, epoch),
     ).then((reply) => this.learn(reply));
   }
 
   extend(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number) {
-    return this.call('extend', timeoutMs, () => this.model.extend(keys.lease, leaseId, ttlMs));
+    return this.call('extend', timeoutMs, () => this.model.extend(keys.record, leaseId, ttlMs));
   }
 
   release(timeoutMs: number, keys: Keys, leaseId: string) {
-    return this.call('release', timeoutMs, () => this.model.release(keys.lease, leaseId));
+    return this.call('release', timeoutMs, () => this.model.release(keys.record, leaseId));
   }
 
   inspect(timeoutMs: number, keys: Keys) {
-    return this.call('inspect', timeoutMs, () => this.model.inspect(keys.lease));
+    return this.call('inspect', timeoutMs, () => this.model.inspect(keys.record));
   }
 
   repairMarker(timeoutMs: number, operation: 'claim' | 'renew', repairId: string, markerTtlMs: number) {

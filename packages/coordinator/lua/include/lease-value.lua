@@ -1,7 +1,8 @@
 -- lease-value.lua: included by the scripts that read a lease key (`-- @include lease-value`).
 --
--- A lease key holds `<leaseId>|<token>`: the lease id (base64url, never contains '|') and the decimal token of the
--- grant. A value without '|' is a bare lease id (no token).
+-- A lease record holds `<leaseId>|<token>`: the lease id (base64url, never contains '|') and the decimal token of the
+-- grant. A value without '|' is a bare lease id (no token): what a lease key holds in the 'redlock' key layout
+-- (redlock/keys.ts), where the record is a separate key.
 
 -- The lease id part of a lease value.
 local function lease_holder(value)

@@ -109,7 +109,7 @@ export class ClusterView {
   async inspect(resource: string): Promise<{ held: boolean; token?: bigint; nodes: NodeLeaseView[] }> {
     validateResourceName(resource);
     await this.probe();
-    const keys = resourceKeys(this.set.settings.keyPrefix, resource);
+    const keys = resourceKeys(this.set.settings.keyPrefix, resource, this.set.settings.keyLayout);
     const timeout = this.set.settings.nodeTimeoutMs;
     const [quorum, nodes] = await Promise.all([
       inspectOnQuorum(this.set, keys),

@@ -1,4 +1,5 @@
 import { ErrorCode, LeaseLostError, isFencedError } from '@fenced/shared';
+import { MAX_TIMER_MS } from '../redlock/timer-limit.js';
 
 export interface LeaseKeeper {
   /** Aborted with a LeaseLostError once the lease cannot be kept. */
@@ -43,7 +44,8 @@ export function keepLeaseAlive(lease: KeptLease, options: KeepAliveOptions): Lea
   const schedule = (delayMs: number): void => {
     if (stopped || controller.signal.aborted) return;
     clearTimeout(timer);
-    timer = setTimeout(() => void extend(), Math.max(0, delayMs));
+    // A timer holds at most MAX_TIMER_MS: a lease longer than that is extended early, which only costs a call.
+    timer = setTimeout(() => void extend(), Math.min(Math.max(0, delayMs), MAX_TIMER_MS));
   };
 
   const nextExtension = (): number =>

@@ -1,4 +1,5 @@
 import { LeaseLostError } from '@fenced/shared';
+import { MAX_TIMER_MS } from '../redlock/timer-limit.js';
 import { keepLeaseAlive, type KeptLease, type LeaseKeeper } from './keep-lease-alive.js';
 
 /**
@@ -164,7 +165,8 @@ export class LeaseWatch {
         this.expiry = undefined;
         this.armExpiry();
       },
-      Math.ceil(remaining) + 1,
+      // A timer holds at most MAX_TIMER_MS; a longer lease re-arms when it fires.
+      Math.min(Math.ceil(remaining) + 1, MAX_TIMER_MS),
     );
     // A lease left unreleased must not keep the process alive through its watch.
     this.expiry.unref();

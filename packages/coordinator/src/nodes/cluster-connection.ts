@@ -340,6 +340,11 @@ export class ClusterConnection extends NodeConnection {
     return this.layout.some((range) => slot >= range.start && slot <= range.end);
   }
 
+  /** The key prefix this member's keys live under. */
+  get keyPrefix(): string {
+    return this.prefix;
+  }
+
   /** The start of every resource key (`<prefix>:{`): what a slot's read keeps. */
   resourceKeyStart(): string {
     return `${this.prefix}:{`;
@@ -442,16 +447,16 @@ export class ClusterConnection extends NodeConnection {
 
   override acquire(
     timeoutMs: number,
-    keys: { readonly lease: string; readonly token: string },
+    keys: { readonly lease: string; readonly record: string; readonly token: string },
     leaseId: string,
     ttlMs: number,
     proposal: bigint,
   ): Promise<AcquireReply> {
-    const slot = keySlot(keys.lease);
+    const slot = keySlot(keys.record);
     return this.slotBatcher('acquire', slot, this.acquireBatchers)
       .call(
         timeoutMs,
-        [keys.lease, keys.token],
+        [keys.lease, keys.record, keys.token],
         [leaseId, ttlMs, proposal.toString(), this.sealEpochs[slot]!],
       )
       .then((reply) => this.learn(slot, reply));
@@ -459,54 +464,63 @@ export class ClusterConnection extends NodeConnection {
 
   override release(
     timeoutMs: number,
-    keys: { readonly lease: string; readonly channel: string },
+    keys: { readonly lease: string; readonly record: string; readonly channel: string },
     leaseId: string,
   ): Promise<ReleaseReply> {
-    const slot = keySlot(keys.lease);
+    const slot = keySlot(keys.record);
     // Never overtake an acquire of the same slot queued before it (see NodeConnection.release).
     const acquires = this.acquireBatchers.get(slot);
     if (acquires?.pending === true) acquires.flush();
     return this.slotBatcher('release', slot, this.releaseBatchers).call(
       timeoutMs,
-      [keys.lease],
+      [keys.lease, keys.record],
       [leaseId, keys.channel],
     );
   }
 
   override promise(
     timeoutMs: number,
-    keys: { readonly lease: string; readonly token: string },
+    keys: { readonly record: string; readonly token: string },
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply> {
-    const slot = keySlot(keys.lease);
+    const slot = keySlot(keys.record);
     const k = this.stateKeysOf(slot);
     return this.script(
       'promise',
       timeoutMs,
-      [k.incarnation, k.floor, k.seal, keys.lease, keys.token],
+      [k.incarnation, k.floor, k.seal, keys.record, keys.token],
       [leaseId, proposal.toString(), this.sealEpochs[slot]!],
     ).then((reply) => this.learn(slot, reply));
   }
 
   override extend(
     timeoutMs: number,
-    keys: { readonly lease: string },
+    keys: { readonly lease: string; readonly record: string },
     leaseId: string,
     ttlMs: number,
   ): Promise<ExtendReply> {
-    const slot = keySlot(keys.lease);
+    const slot = keySlot(keys.record);
     const k = this.stateKeysOf(slot);
-    return this.script('extend', timeoutMs, [k.incarnation, k.settings, keys.lease], [leaseId, ttlMs]).then(
-      (reply) => this.learn(slot, reply),
-    );
+    return this.script(
+      'extend',
+      timeoutMs,
+      [k.incarnation, k.settings, keys.lease, keys.record],
+      [leaseId, ttlMs],
+    ).then((reply) => this.learn(slot, reply));
   }
 
-  override inspect(timeoutMs: number, keys: { readonly lease: string }): Promise<InspectReply> {
-    const slot = keySlot(keys.lease);
-    return this.script('inspect', timeoutMs, [this.stateKeysOf(slot).incarnation, keys.lease], []).then(
-      (reply) => this.learn(slot, reply),
-    );
+  override inspect(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly record: string },
+  ): Promise<InspectReply> {
+    const slot = keySlot(keys.record);
+    return this.script(
+      'inspect',
+      timeoutMs,
+      [this.stateKeysOf(slot).incarnation, keys.lease, keys.record],
+      [],
+    ).then((reply) => this.learn(slot, reply));
   }
 
   /**
@@ -665,11 +679,32 @@ export class ClusterConnection extends NodeConnection {
       list.push(range);
       byAddress.set(range.master, list);
     }
-    return [...byAddress].map(([address, ranges]) => ({
+    const masters = [...byAddress].map(([address, ranges]) => ({
       address,
       client: this.connectionTo(address),
       ranges,
     }));
+    // A replica is known to its own master at once, to the other nodes only once gossip spreads: each master's own
+    // CLUSTER SLOTS names its replicas, so none escapes the start-up check.
+    await Promise.all(
+      masters.map(async (master) => {
+        if (master.client === undefined) return;
+        try {
+          const own = parseClusterSlots(
+            await withTimeout(master.client.cluster('SLOTS'), timeoutMs, `node ${this.index} check`),
+          );
+          master.ranges = master.ranges.map((range) => {
+            const seen = own.find((r) => r.start === range.start && r.master === range.master);
+            return seen === undefined
+              ? range
+              : { ...range, replicas: [...new Set([...range.replicas, ...seen.replicas])] };
+          });
+        } catch {
+          // the shard's own problems are found by its checks
+        }
+      }),
+    );
+    return masters;
   }
 
   private connectionTo(address: string): Redis | undefined {

@@ -12,6 +12,11 @@
  *   one configured lower would refuse leases the cluster grants. A process configured otherwise refuses to start,
  *   naming both values, unless `clusterSettings: 'adopt'`.
  *
+ * - `keyLayout` (redlock/keys.ts): where a resource's token register lives. Two processes with different layouts keep
+ *   two registers for the same resource, so their tokens could repeat or go backwards (G2). A node initialized before
+ *   the layout was recorded holds the `'fenced'` layout (the only one there was), and is recorded so. A process
+ *   configured otherwise refuses to start, unless `clusterSettings: 'adopt'` (it then runs with the recorded layout).
+ *
  * Not checked: *which* N nodes a process lists. Two processes that list the same count over different members (one
  * node swapped for another) could still form majorities that do not intersect; a node listed by one process only
  * starts empty and is repaired into the cluster, but nothing tells the processes apart. Node lists are the
@@ -31,19 +36,26 @@
 import { ErrorCode, FencedError } from '@fenced/shared';
 
 import type { ClusterSettingsMode } from '../options.js';
+import { KEY_LAYOUTS, type KeyLayout } from '../redlock/keys.js';
 
 /** The settings as recorded on one node; a field that is absent or unreadable is undefined. */
 export interface RecordedSettings {
   readonly maxTtlMs?: number;
   readonly nodeCount?: number;
+  readonly keyLayout?: KeyLayout;
 }
 
 /** The fields written on the nodes for a process's settings. */
 export function settingsRecord(settings: {
   readonly maxTtlMs: number;
   readonly nodeCount: number;
+  readonly keyLayout: KeyLayout;
 }): Record<string, string> {
-  return { maxTtlMs: String(settings.maxTtlMs), nodeCount: String(settings.nodeCount) };
+  return {
+    maxTtlMs: String(settings.maxTtlMs),
+    nodeCount: String(settings.nodeCount),
+    keyLayout: settings.keyLayout,
+  };
 }
 
 /** Parses one node's settings hash; values that are not positive integers read as absent. */
@@ -52,9 +64,11 @@ export function parseRecorded(fields: Readonly<Record<string, string>>): Recorde
     text !== undefined && /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : undefined;
   const maxTtlMs = positive(fields.maxTtlMs);
   const nodeCount = positive(fields.nodeCount);
+  const keyLayout = KEY_LAYOUTS.find((layout) => layout === fields.keyLayout);
   return {
     ...(maxTtlMs === undefined ? {} : { maxTtlMs }),
     ...(nodeCount === undefined ? {} : { nodeCount }),
+    ...(keyLayout === undefined ? {} : { keyLayout }),
   };
 }
 
@@ -67,7 +81,7 @@ export class ClusterSettingsError extends FencedError {
   constructor(
     message: string,
     /** The setting that disagrees. */
-    readonly setting: 'maxTtlMs' | 'nodeCount',
+    readonly setting: 'maxTtlMs' | 'nodeCount' | 'keyLayout',
   ) {
     super(ErrorCode.INVALID_REQUEST, message);
   }
@@ -75,11 +89,54 @@ export class ClusterSettingsError extends FencedError {
 
 /**
  * Compares this process's configuration with what the nodes recorded (`recorded[i]` for node i; undefined for a
- * node that is unreachable, empty or has no record) and returns the maxTtlMs to run with.
- * @throws ClusterSettingsError when the node count differs, the nodes disagree on maxTtlMs, or maxTtlMs differs
- *   and `mode` is `'require-match'`
+ * node that is unreachable, empty or has no record) and returns the maxTtlMs and key layout to run with.
+ * @throws ClusterSettingsError when the node count differs, the nodes disagree on maxTtlMs or the key layout, or
+ *   either differs from this process's and `mode` is `'require-match'`
  */
 export function reconcileSettings(
+  configured: { readonly maxTtlMs: number; readonly nodeCount: number; readonly keyLayout?: KeyLayout },
+  recorded: readonly (RecordedSettings | undefined)[],
+  mode: ClusterSettingsMode,
+  describeNode: (index: number) => string,
+): { readonly maxTtlMs: number; readonly keyLayout: KeyLayout } {
+  const keyLayout = reconcileLayout(configured.keyLayout ?? 'fenced', recorded, mode, describeNode);
+  return { ...reconcileMaxTtl(configured, recorded, mode, describeNode), keyLayout };
+}
+
+function reconcileLayout(
+  configured: KeyLayout,
+  recorded: readonly (RecordedSettings | undefined)[],
+  mode: ClusterSettingsMode,
+  describeNode: (index: number) => string,
+): KeyLayout {
+  const values = new Map<KeyLayout, number[]>();
+  recorded.forEach((record, index) => {
+    if (record?.keyLayout === undefined) return;
+    values.set(record.keyLayout, [...(values.get(record.keyLayout) ?? []), index]);
+  });
+  if (values.size === 0) return configured;
+  if (values.size > 1) {
+    const detail = [...values]
+      .map(([value, nodes]) => `'${value}' on ${nodes.map(describeNode).join(', ')}`)
+      .join('; ');
+    throw new ClusterSettingsError(
+      `the nodes disagree on the cluster's keyLayout (${detail}): their token registers for one resource would ` +
+        `differ, so tokens could repeat or go backwards. The layout is set when a cluster is initialized and cannot ` +
+        `be changed in place`,
+      'keyLayout',
+    );
+  }
+  const [layout] = [...values.keys()] as [KeyLayout];
+  if (layout === configured || mode === 'adopt') return layout;
+  throw new ClusterSettingsError(
+    `this process is configured with keyLayout '${configured}', but the cluster's keyLayout recorded on the nodes ` +
+      `is '${layout}': two layouts keep two token registers per resource, so tokens could repeat or go backwards. ` +
+      `Configure keyLayout '${layout}', or start with clusterSettings 'adopt' to run with the recorded layout`,
+    'keyLayout',
+  );
+}
+
+function reconcileMaxTtl(
   configured: { readonly maxTtlMs: number; readonly nodeCount: number },
   recorded: readonly (RecordedSettings | undefined)[],
   mode: ClusterSettingsMode,

@@ -34,7 +34,13 @@ import {
 } from '../scripts/script-results.js';
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
-import { nodeStateKeys, resourceKeyPattern, tokenKeyPattern, type NodeStateKeys } from '../redlock/keys.js';
+import {
+  leaseKeyOfRecord,
+  nodeStateKeys,
+  resourceKeyPattern,
+  tokenKeyPattern,
+  type NodeStateKeys,
+} from '../redlock/keys.js';
 import type { ProtocolNode } from './protocol-node.js';
 import type { RepairProgress } from './repair.js';
 import {
@@ -288,13 +294,17 @@ export class NodeConnection implements ProtocolNode {
    */
   acquire(
     timeoutMs: number,
-    keys: { readonly lease: string; readonly token: string },
+    keys: { readonly lease: string; readonly record: string; readonly token: string },
     leaseId: string,
     ttlMs: number,
     proposal: bigint,
   ): Promise<AcquireReply> {
     return this.acquires
-      .call(timeoutMs, [keys.lease, keys.token], [leaseId, ttlMs, proposal.toString(), this.sealEpoch])
+      .call(
+        timeoutMs,
+        [keys.lease, keys.record, keys.token],
+        [leaseId, ttlMs, proposal.toString(), this.sealEpoch],
+      )
       .then(this.learnEpoch);
   }
 
@@ -307,20 +317,20 @@ export class NodeConnection implements ProtocolNode {
   /** One compare-and-delete (release.lua), batched with the other releases queued before the next flush. */
   release(
     timeoutMs: number,
-    keys: { readonly lease: string; readonly channel: string },
+    keys: { readonly lease: string; readonly record: string; readonly channel: string },
     leaseId: string,
   ): Promise<ReleaseReply> {
     // A release must never overtake an acquire queued before it: the flush sends releases first, so an attempt
     // decided before its votes were even sent (nodes that do not vote count against at once) would have its
     // release run first and its acquire then leave a key behind. Send those acquires now.
     if (this.acquires.pending) this.acquires.flush();
-    return this.releases.call(timeoutMs, [keys.lease], [leaseId, keys.channel]);
+    return this.releases.call(timeoutMs, [keys.lease, keys.record], [leaseId, keys.channel]);
   }
 
   /** A later token round (promise.lua). */
   promise(
     timeoutMs: number,
-    keys: { readonly lease: string; readonly token: string },
+    keys: { readonly record: string; readonly token: string },
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply> {
@@ -328,7 +338,7 @@ export class NodeConnection implements ProtocolNode {
     return this.script(
       'promise',
       timeoutMs,
-      [k.incarnation, k.floor, k.seal, keys.lease, keys.token],
+      [k.incarnation, k.floor, k.seal, keys.record, keys.token],
       [leaseId, proposal.toString(), this.sealEpoch],
     ).then(this.learnEpoch);
   }
@@ -336,21 +346,24 @@ export class NodeConnection implements ProtocolNode {
   /** Compare-and-extend (extend.lua). */
   extend(
     timeoutMs: number,
-    keys: { readonly lease: string },
+    keys: { readonly lease: string; readonly record: string },
     leaseId: string,
     ttlMs: number,
   ): Promise<ExtendReply> {
     return this.script(
       'extend',
       timeoutMs,
-      [this.stateKeys.incarnation, this.stateKeys.settings, keys.lease],
+      [this.stateKeys.incarnation, this.stateKeys.settings, keys.lease, keys.record],
       [leaseId, ttlMs],
     );
   }
 
   /** This node's view of a lease (inspect.lua). */
-  inspect(timeoutMs: number, keys: { readonly lease: string }): Promise<InspectReply> {
-    return this.script('inspect', timeoutMs, [this.stateKeys.incarnation, keys.lease], []);
+  inspect(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly record: string },
+  ): Promise<InspectReply> {
+    return this.script('inspect', timeoutMs, [this.stateKeys.incarnation, keys.lease, keys.record], []);
   }
 
   /** Claims or renews this node's repair marker (repair-marker.lua). */
@@ -409,8 +422,10 @@ export class NodeConnection implements ProtocolNode {
       keys.push(key);
       args.push(value.toString());
     }
-    for (const [key, value, pttlMs] of leases) {
-      keys.push(key);
+    // Each live lease as its record (the key a repair read, `<leaseId>|<token>`) and its lease key (the same key
+    // in the 'fenced' layout, the resource name in the 'redlock' layout: redlock/keys.ts).
+    for (const [record, value, pttlMs] of leases) {
+      keys.push(record, leaseKeyOfRecord(this.prefix, record));
       args.push(value, pttlMs);
     }
     return this.script('repair-raise', timeoutMs, keys, args);

@@ -24,7 +24,7 @@ import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
 import type { UnsafeNode } from '../errors.js';
-import type { CoordinatorSettings } from '../options.js';
+import { MAX_TIMER_MS, type CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
@@ -352,29 +352,37 @@ export class NodeSet implements ProtocolContext {
    * @throws ClusterSettingsError (rejecting `started()`, so every operation and `ready()`)
    */
   private async checkClusterSettings(): Promise<void> {
-    const configured = { maxTtlMs: this.settings.maxTtlMs, nodeCount: this.nodes.length };
+    const configured = {
+      maxTtlMs: this.settings.maxTtlMs,
+      nodeCount: this.nodes.length,
+      keyLayout: this.settings.keyLayout,
+    };
+    // A node without a recorded layout was initialized before layouts were recorded: its registers are in the
+    // 'fenced' layout, whatever this process is configured with.
+    const upgrade = settingsRecord({ ...configured, keyLayout: 'fenced' });
     const recorded = await Promise.all(
       this.nodes.map(async (node): Promise<RecordedSettings | undefined> => {
         if (!node.anyInitialized || node.lastProbe?.reachable !== true) return undefined;
         try {
-          const reply = await node.settings(this.probeTimeoutMs, 'record', settingsRecord(configured));
+          const reply = await node.settings(this.probeTimeoutMs, 'record', upgrade);
           return reply.kind === 'settings' ? parseRecorded(reply.settings) : undefined;
         } catch {
           return undefined; // reported as a nodeError event; a node that cannot be read has no say
         }
       }),
     );
-    const { maxTtlMs } = reconcileSettings(
+    const { maxTtlMs, keyLayout } = reconcileSettings(
       configured,
       recorded,
       this.settings.clusterSettings,
       (i) => `node ${i} (${this.nodes[i]!.address})`,
     );
-    if (maxTtlMs !== this.settings.maxTtlMs) {
+    if (maxTtlMs !== this.settings.maxTtlMs || keyLayout !== this.settings.keyLayout) {
       this.settings = Object.freeze({
         ...this.settings,
         maxTtlMs,
-        tokenRetentionMs: Math.max(this.settings.tokenRetentionMs, maxTtlMs),
+        keyLayout,
+        tokenRetentionMs: Math.min(Math.max(this.settings.tokenRetentionMs, maxTtlMs), MAX_TIMER_MS),
       });
     }
   }
@@ -402,15 +410,23 @@ export class NodeSet implements ProtocolContext {
     try {
       // Also a voting node whose connection dropped: its state change (down) is then seen within a second,
       // without waiting for a vote or a status call.
-      const idle = this.nodes.filter(
-        (n) =>
-          (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
-            n.lastProbe?.reachable === false ||
-            (n.owned && n.client.status !== 'ready') ||
-            // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
-            (n.isCluster && !n.initialized)) &&
-          !this.repairs.has(n.index),
-      );
+      // Without a quorum of voting nodes in this process's view, every node is probed, voting or under repair:
+      // if every node turns out empty (all flushed, or all restarted without their data), no repair can find a
+      // source, and the set is initialized afresh instead (afterProbe holds the argument). A node still counted as
+      // voting may have lost its state unseen: a failed attempt does not always wait for its reply.
+      const withoutQuorum =
+        this.nodes.filter((n) => n.isVoting(this.settings.unsafeAllowUnsafeNodes)).length < this.quorum;
+      const idle = withoutQuorum
+        ? [...this.nodes]
+        : this.nodes.filter(
+            (n) =>
+              (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
+                n.lastProbe?.reachable === false ||
+                (n.owned && n.client.status !== 'ready') ||
+                // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
+                (n.isCluster && !n.initialized)) &&
+              !this.repairs.has(n.index),
+          );
       if (idle.length === 0) return;
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
       await this.afterProbe();
@@ -443,13 +459,25 @@ export class NodeSet implements ProtocolContext {
     if (!this.nodes.every((n) => n.lastProbe?.reachable === true && n.lastProbe.initialized === false))
       return;
     // No node is initialized as far as the last probe saw: a brand-new cluster, or several coordinators starting
-    // one together. The probe is no proof (a node can be initialized, vote and restart empty meanwhile), so the
+    // one together — or a cluster whose every node lost its state (all flushed, or all restarted without their
+    // data), seen by a process that ran before. That last case is initialized afresh too, with repairs of these
+    // nodes possibly still waiting: no repair can succeed (it needs N − quorum + 1 initialized sources, and none
+    // is left), and a process that starts now would take exactly this path, so refusing here would protect
+    // nothing and only make availability wait for a restart. What it costs is said in DESIGN §3's terms: every
+    // promise is gone from every node, so G2 across the loss rests on the proposals alone — this process's memory
+    // of the registers it saw and the time floor (tokens/proposal.ts) — not on the nodes; the guard's high-water
+    // marks still refuse any token below one it accepted (G1). Each step below is the fresh-cluster protocol
+    // unchanged, so a node that another process initializes or repairs meanwhile makes it give up. The probe is no proof (a node can be initialized, vote and restart empty meanwhile), so the
     // initialization marks, checks and only then initializes every node (nodes/fresh-cluster.ts holds the
     // argument). With any node unreachable, nothing is initialized.
     const outcome = await initializeFreshCluster(this.nodes, {
       timeoutMs: this.probeTimeoutMs,
       markTtlMs: FRESH_MARK_TTL_MS,
-      settings: settingsRecord({ maxTtlMs: this.settings.maxTtlMs, nodeCount: this.nodes.length }),
+      settings: settingsRecord({
+        maxTtlMs: this.settings.maxTtlMs,
+        nodeCount: this.nodes.length,
+        keyLayout: this.settings.keyLayout,
+      }),
       // A node whose configuration is refused is checked like the others but not initialized: it joins later.
       initialize: (index) => uninitialized.includes(this.nodes[index]!),
     });

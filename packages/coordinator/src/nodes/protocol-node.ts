@@ -24,7 +24,7 @@ export interface ProtocolNode {
   /** acquire.lua: a lease vote plus the folded-in token promise of `proposal`. */
   acquire(
     timeoutMs: number,
-    keys: Pick<ResourceKeys, 'lease' | 'token'>,
+    keys: Pick<ResourceKeys, 'lease' | 'record' | 'token'>,
     leaseId: string,
     ttlMs: number,
     proposal: bigint,
@@ -32,25 +32,25 @@ export interface ProtocolNode {
   /** promise.lua: a later token round. */
   promise(
     timeoutMs: number,
-    keys: Pick<ResourceKeys, 'lease' | 'token'>,
+    keys: Pick<ResourceKeys, 'record' | 'token'>,
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply>;
   /** extend.lua: compare-and-extend. */
   extend(
     timeoutMs: number,
-    keys: Pick<ResourceKeys, 'lease'>,
+    keys: Pick<ResourceKeys, 'lease' | 'record'>,
     leaseId: string,
     ttlMs: number,
   ): Promise<ExtendReply>;
   /** release.lua: compare-and-delete, then publish the release. */
   release(
     timeoutMs: number,
-    keys: Pick<ResourceKeys, 'lease' | 'channel'>,
+    keys: Pick<ResourceKeys, 'lease' | 'record' | 'channel'>,
     leaseId: string,
   ): Promise<ReleaseReply>;
   /** inspect.lua: whether the lease key exists, and its token. */
-  inspect(timeoutMs: number, keys: Pick<ResourceKeys, 'lease' | 'token'>): Promise<InspectReply>;
+  inspect(timeoutMs: number, keys: Pick<ResourceKeys, 'lease' | 'record' | 'token'>): Promise<InspectReply>;
 }
 
 /** The clock the protocol measures validity and waits on: monotonic milliseconds. */

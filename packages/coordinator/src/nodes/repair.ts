@@ -18,9 +18,13 @@
  *    live leases and recorded settings.
  * 3. **Raise, then finish while the marker is ours.** T's floor becomes the sources' highest floor, every register
  *    above it is copied, every live lease is copied with the remaining ttl read (repair-raise.lua, batched, each
- *    batch retried; raising is idempotent). finish-repair.lua gives T a new seal epoch, the settings, and its
- *    incarnation key, only if the marker is still ours. A node that restarts again during any step loses the
- *    marker, and the repair starts over from step 1. T votes again at once: there is no wait.
+ *    batch retried; raising is idempotent). The registers are raised while the sources are still being read: each
+ *    batch a source returns goes to T at once (several raise calls in flight), with the highest floor seen so far;
+ *    once every source is read in full, the final floor (the highest of the sources' last batches) goes out, and
+ *    every register raised at or below it is raised to it. finish-repair.lua runs only after every raise was
+ *    answered; it gives T a new seal epoch, the settings, and its incarnation key, only if the marker is still ours.
+ *    A node that restarts again during any step loses the marker, and the repair starts over from step 1. T votes
+ *    again at once: there is no wait.
  *
  * **Why no clock is needed.** Let G be a grant whose token t counted a promise of T that T lost. G's promises of t
  * all come from one round (each round proposes a new value), which needs `quorum` promises: T's and `quorum − 1`
@@ -31,7 +35,15 @@
  * - *after* S's seal: then the call carried S's new epoch (any other is refused), so G's round started after S's
  *   seal, which came after the claim on T — and T's promise of the same round was sent after the claim, when T
  *   refused everything. So it was not applied before the claim, i.e. it is not a lost promise: contradiction.
- * Either way T ends at least t. Nothing in this rests on how long anything took, on any process's clock or on any
+ * Either way T ends at least t — also with the streamed copy: raising is a max, so the order of the raise calls and
+ * their overlap with the reads change nothing; every register of every batch of a sealed source is raised (or
+ * skipped because a value at least as high was sent for it, or because it is at most the floor sent), the final
+ * floor is sent, and a register left present on T answers even when T's floor is higher, which is why the
+ * registers raised at or below the final floor are raised to it (a fold on a source during the scan can move t from
+ * a register the scan missed into the floor of a later batch). Values raised from a batch of a source that later
+ * fails (restarted, unreachable) are values that verified source held: raising T higher than needed makes it
+ * refuse more, never promise a value twice, and T does not vote before the finish anyway. Nothing in this rests on
+ * how long anything took, on any process's clock or on any
  * process's settings: a round may be delayed arbitrarily (held in the network, a paused process), and the seal still
  * refuses it. A source that is itself empty or under repair is never read (repair-read.lua checks, atomically with
  * the read, that it holds its incarnation key — the same one in every batch — and no repair marker: F22), so every
@@ -50,7 +62,8 @@
  * processes of different settings and clock rates; its negative controls: the seal off, the old sit-out repair),
  * test/unit/coordinator/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
  * script), test/fault/amnesia.test.ts (F19, F22), test/fault/settings-disagree.test.ts (F23),
- * test/fault/flushed-node.test.ts (F24), and the mutation table's rows 09, 10 and 19–23 (test/mutants/).
+ * test/fault/flushed-node.test.ts (F24), and the mutation table's rows 09, 10 and 19–23 (test/mutants/). The copy's
+ * raise to the final floor: repair.test.ts, "the copy streams while the sources are read".
  */
 import { randomUUID } from 'node:crypto';
 import type { ProtocolClock } from './protocol-node.js';
@@ -99,7 +112,8 @@ export interface RepairNode {
 export interface RepairProgress {
   /**
    * `claiming` (taking the node's repair marker, or starting over), `waiting` (another process repairs it),
-   * `reading` (step 2: sealing and reading the sources), `copying` (step 3), `finishing` (the final, marker-checked
+   * `reading` (step 2: sealing and reading the sources, each batch raised on the node meanwhile), `copying` (the
+   * rest of step 3 after the last batch read: the final floor, the leases), `finishing` (the final, marker-checked
    * call).
    */
   readonly phase: 'claiming' | 'waiting' | 'reading' | 'copying' | 'finishing';
@@ -147,7 +161,10 @@ export const DEFAULT_REPAIR_TIMING: RepairTiming = Object.freeze({
   maxRestarts: 5,
 });
 
-/** Raise batches sent at once: the copy is bound by round trips, not by the node. */
+/**
+ * Raise calls in flight at once (a few more for a moment when several sources' reads hand over batches together):
+ * the copy is bound by round trips, not by the node.
+ */
 const RAISES_IN_FLIGHT = 4;
 
 /** The node restarted again (or the marker expired): the repair must start over from the claim. */
@@ -207,54 +224,38 @@ async function repairOnce(
   // The claim observed the node empty: every promise it lost was applied before this moment.
   const keeper = keepMarkerAlive(context, target, repairId, timing);
   try {
-    // Step 2: seal and read N − quorum + 1 verified sources. No wait comes before it: the seal, not time, keeps
-    // every round that began before it from recording anything on a source afterwards.
+    // Step 2: seal and read N − quorum + 1 verified sources, and step 3 with it: each batch read is raised on the
+    // node while the next one is read. No wait comes before it: the seal, not time, keeps every round that began
+    // before it from recording anything on a source afterwards.
     if (restartedBecause !== undefined) context.status(target, `restarted empty: ${restartedBecause}`);
-    const sources = await readSources(context, target, timing, keeper);
+    const copier = new Copier(timing.batchSize, (floor, registers, leases) => {
+      keeper.throwIfLost();
+      return retried(timing, () => target.repairRaise(timeout, repairId, floor, registers, leases)).then(
+        (raised) => {
+          if (raised.kind === 'no-repair-marker') throw new RepairRestart('its repair marker was lost');
+          if (raised.kind === 'corrupt')
+            throw new Error('its floor or a register holds something other than a token');
+        },
+      );
+    });
+    const sources = await readSources(context, target, timing, keeper, copier);
 
-    // Step 3: raise the node and restore the live leases, then finish while the marker is still ours.
-    const registers = [...sources.registers].filter(([, value]) => value > sources.floor);
+    // Step 3's rest: the final floor, the registers it overtook, the live leases; then finish while the marker is
+    // still ours.
     const leases = [...sources.leases].map(([key, lease]) => [key, lease.value, lease.pttlMs] as const);
-    const total = registers.length;
-    const copying = (copied: number): void =>
+    const copying = (copied: number, total: number): void =>
       context.status(
         target,
         `restarted empty: copying the floor, ${total} active token registers (${copied} copied) and ` +
           `${leases.length} live leases`,
         { phase: 'copying', registersCopied: copied, registersTotal: total },
       );
-    copying(0);
-    // The floor goes with the first batch (an empty one when no register is above it); leases after the registers.
-    const batches: [(readonly [string, bigint])[], (readonly [string, string, number])[]][] = [];
-    for (let i = 0; i < registers.length || i === 0; i += timing.batchSize) {
-      batches.push([registers.slice(i, i + timing.batchSize), []]);
-    }
-    for (let i = 0; i < leases.length; i += timing.batchSize) {
-      batches.push([[], leases.slice(i, i + timing.batchSize)]);
-    }
-    // Several batches in flight (raising is idempotent and order-free; each checks the marker itself).
-    let copied = 0;
-    let next = 0;
-    const raiseBatches = async (): Promise<void> => {
-      while (next < batches.length) {
-        const [registerBatch, leaseBatch] = batches[next++]!;
-        keeper.throwIfLost();
-        const raised = await retried(timing, () =>
-          target.repairRaise(timeout, repairId, sources.floor, registerBatch, leaseBatch),
-        );
-        if (raised.kind === 'no-repair-marker') throw new RepairRestart('its repair marker was lost');
-        if (raised.kind === 'corrupt')
-          throw new Error('its floor or a register holds something other than a token');
-        copied += registerBatch.length;
-        copying(copied);
-      }
-    };
-    await Promise.all(Array.from({ length: RAISES_IN_FLIGHT }, raiseBatches));
+    await copier.finish(sources.floor, leases, copying);
     keeper.throwIfLost();
     context.status(target, 'restarted empty: registers and leases copied; finishing the repair', {
       phase: 'finishing',
-      registersCopied: total,
-      registersTotal: total,
+      registersCopied: copier.total,
+      registersTotal: copier.total,
     });
     const finished = await retried(timing, () =>
       target.finishRepair(timeout, repairId, newId(), newId(), sources.settings),
@@ -266,8 +267,8 @@ async function repairOnce(
 }
 
 interface SourceRead {
+  /** The floor of the source's last batch (merged: the highest of them). Its registers went to the copier. */
   readonly floor: bigint;
-  readonly registers: ReadonlyMap<string, bigint>;
   /** Live leases: key → value and remaining ttl. */
   readonly leases: ReadonlyMap<string, { readonly value: string; readonly pttlMs: number }>;
   readonly settings: Readonly<Record<string, string>>;
@@ -280,14 +281,16 @@ export function sourcesRequired(nodes: number, quorum: number): number {
 
 /**
  * Seals and reads `N − quorum + 1` sources in full, in parallel; a source that cannot be read (empty, under
- * repair, restarted, unreachable) is replaced by the next candidate. Merges what they returned: the highest floor,
- * per register the highest value, per lease the copy with the longest remaining ttl, and the settings.
+ * repair, restarted, unreachable) is replaced by the next candidate. Each batch's registers go to `copier` as it
+ * arrives (raised on the node while the reads go on). Merges the rest: the highest floor, per lease the copy with
+ * the longest remaining ttl, and the settings.
  */
 async function readSources(
   context: RepairContext,
   target: RepairNode,
   timing: RepairTiming,
   keeper: MarkerKeeper,
+  copier: Copier,
 ): Promise<SourceRead> {
   const required = sourcesRequired(context.nodes.length, context.quorum);
   const candidates = context.nodes.filter((n) => n !== target);
@@ -299,7 +302,6 @@ async function readSources(
   });
   const merged = {
     floor: 0n,
-    registers: new Map<string, bigint>(),
     leases: new Map<string, { value: string; pttlMs: number }>(),
     settings: {} as Record<string, string>,
   };
@@ -311,12 +313,8 @@ async function readSources(
     while (next < candidates.length) {
       const source = candidates[next++]!;
       try {
-        const read = await readSource(context, source, timing, keeper, context.newId ?? randomUUID);
+        const read = await readSource(context, source, timing, keeper, copier, context.newId ?? randomUUID);
         if (read.floor > merged.floor) merged.floor = read.floor;
-        for (const [key, value] of read.registers) {
-          const known = merged.registers.get(key);
-          if (known === undefined || value > known) merged.registers.set(key, value);
-        }
         for (const [key, lease] of read.leases) {
           const known = merged.leases.get(key);
           if (known === undefined || lease.pttlMs > known.pttlMs) merged.leases.set(key, lease);
@@ -325,7 +323,8 @@ async function readSources(
         complete++;
         return;
       } catch (error) {
-        if (error instanceof RepairRestart) throw error;
+        // A lost marker, or a raise that failed (the node, not this source): the repair stops.
+        if (error instanceof RepairRestart || copier.failed) throw error;
         problems.push(`node ${source.index} (${source.address}): ${messageOf(error)}`);
         context.reportError(source.index, 'repair-read', error);
       }
@@ -354,15 +353,19 @@ function mergeSettings(into: Record<string, string>, from: Readonly<Record<strin
   }
 }
 
-/** Seals one source (its first batch) and reads it in full; throws when it is not a valid source or a batch keeps failing. */
+/**
+ * Seals one source (its first batch) and reads it in full, handing each batch's registers to `copier` (which may
+ * make the next read wait while enough raises are in flight); throws when it is not a valid source or a batch
+ * keeps failing. Registers handed over before a later batch fails stay raised: they are values the source held.
+ */
 async function readSource(
   context: RepairContext,
   source: RepairNode,
   timing: RepairTiming,
   keeper: MarkerKeeper,
+  copier: Copier,
   newId: () => string,
 ): Promise<SourceRead> {
-  const registers = new Map<string, bigint>();
   const leases = new Map<string, { value: string; pttlMs: number }>();
   let settings: Readonly<Record<string, string>> = {};
   let incarnation = '';
@@ -393,11 +396,124 @@ async function readSource(
         // The floor of the last batch counts: it includes every register folded away during the scan.
         floor = read.floor;
         settings = read.settings;
-        for (const [key, value] of read.registers) registers.set(key, value);
         for (const [key, value, pttlMs] of read.leases) leases.set(key, { value, pttlMs });
+        await copier.add(read.floor, read.registers);
     }
   } while (cursor !== '0');
-  return { floor, registers, leases, settings };
+  return { floor, leases, settings };
+}
+
+type RaiseBatch = (
+  floor: bigint,
+  registers: readonly (readonly [string, bigint])[],
+  leases: readonly (readonly [string, string, number])[],
+) => Promise<void>;
+
+/**
+ * Step 3 streamed: raises the node with the registers of each batch the sources return, `RAISES_IN_FLIGHT` raise
+ * calls at once, while the reads go on (raising is idempotent, order-free and only ever raises, so it need not wait
+ * for the merge). A register goes out only when it is above the floor seen so far and above what was already sent
+ * for it. Each call carries the highest floor seen so far; `finish` sends the final one, and raises every register
+ * sent at or below it to it: a register present on the node is its answer even when the floor is higher, so a
+ * register sent before a later batch's higher floor (a fold on the source during the scan) must not stay below it.
+ */
+class Copier {
+  /** Highest value sent (or queued) per register. */
+  private readonly sent = new Map<string, bigint>();
+  private floor = 0n;
+  private pending: (readonly [string, bigint])[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private failure: { readonly error: unknown } | undefined;
+  private copied = 0;
+  private inFlightRegisters = 0;
+  private onCopied: ((copied: number) => void) | undefined;
+  /** Registers raised in all (known once `finish` resolved). */
+  total = 0;
+
+  constructor(
+    private readonly batchSize: number,
+    private readonly raise: RaiseBatch,
+  ) {}
+
+  /** A raise failed: the repair must stop (the failure is the node's, not a source's). */
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
+  /** Takes one batch's floor and registers; resolves once its full raise batches are sent (not answered). */
+  async add(floor: bigint, registers: readonly (readonly [string, bigint])[]): Promise<void> {
+    this.throwIfFailed();
+    if (floor > this.floor) this.floor = floor;
+    for (const register of registers) {
+      const [key, value] = register;
+      if (value <= this.floor) continue;
+      const known = this.sent.get(key);
+      if (known !== undefined && value <= known) continue;
+      this.sent.set(key, value);
+      this.pending.push(register);
+    }
+    while (this.pending.length >= this.batchSize) {
+      await this.send(this.pending.splice(0, this.batchSize), []);
+    }
+  }
+
+  /**
+   * After the reads: raises the final floor (`floor`, merged from the sources' last batches), what is still
+   * pending, every register sent at or below that floor (to the floor), and the live leases; resolves when every
+   * raise has been answered.
+   */
+  async finish(
+    floor: bigint,
+    leases: readonly (readonly [string, string, number])[],
+    progress: (copied: number, total: number) => void,
+  ): Promise<void> {
+    this.throwIfFailed();
+    if (floor > this.floor) this.floor = floor;
+    const rest = this.pending.filter(([, value]) => value > this.floor);
+    for (const [key, value] of this.sent) if (value <= this.floor) rest.push([key, this.floor]);
+    this.pending = [];
+    this.total = this.copied + this.inFlightRegisters + rest.length;
+    this.onCopied = (copied) => progress(copied, this.total);
+    progress(this.copied, this.total);
+    // The floor goes with every call; an empty first batch when nothing else is left to send.
+    for (let i = 0; i < rest.length || i === 0; i += this.batchSize) {
+      await this.send(rest.slice(i, i + this.batchSize), []);
+    }
+    for (let i = 0; i < leases.length; i += this.batchSize) {
+      await this.send([], leases.slice(i, i + this.batchSize));
+    }
+    while (this.inFlight.size > 0) await Promise.race(this.inFlight);
+    this.throwIfFailed();
+    this.total = this.copied;
+  }
+
+  private async send(
+    registers: readonly (readonly [string, bigint])[],
+    leases: readonly (readonly [string, string, number])[],
+  ): Promise<void> {
+    while (this.inFlight.size >= RAISES_IN_FLIGHT) await Promise.race(this.inFlight);
+    this.throwIfFailed();
+    this.inFlightRegisters += registers.length;
+    const call: Promise<void> = this.raise(this.floor, registers, leases)
+      .then(
+        () => {
+          this.copied += registers.length;
+          this.onCopied?.(this.copied);
+        },
+        (error: unknown) => {
+          this.failure ??= { error };
+        },
+      )
+      .finally(() => {
+        this.inFlightRegisters -= registers.length;
+        this.inFlight.delete(call);
+      });
+    this.inFlight.add(call);
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure.error;
+  }
 }
 
 interface MarkerKeeper {

@@ -31,6 +31,7 @@
  * checker must see tokens go backwards).
  */
 import { randomUUID } from 'node:crypto';
+import { leaseKeyOfRecord } from '../redlock/keys.js';
 import { keySlot } from '../redlock/slots.js';
 import { interpretReply, type RepairReadReply } from '../scripts/script-results.js';
 import { ClusterConnection } from './cluster-connection.js';
@@ -55,12 +56,13 @@ interface SlotRead {
  */
 export async function repairEmptySlots(
   context: RepairContext,
-  members: readonly NodeConnection[],
+  members: readonly (NodeConnection | ClusterConnection)[],
   target: ClusterConnection,
   timing: RepairTiming = DEFAULT_REPAIR_TIMING,
 ): Promise<void> {
   const newId = context.newId ?? randomUUID;
   const timeout = context.callTimeoutMs;
+  const prefix = target.keyPrefix;
   const bulkTimeout = Math.max(10_000, timeout * 10);
   await target.probe(timeout);
   const empty = target.emptySlots().filter((slot) => target.servesSlot(slot));
@@ -138,7 +140,13 @@ export async function repairEmptySlots(
         for (let i = 0; ok && (i < registers.length || i === 0); i += timing.batchSize) {
           const batch = registers.slice(i, i + timing.batchSize);
           const leaseBatch = i + timing.batchSize >= registers.length ? leases : [];
-          const keys = [k.repair, k.floor, ...batch.map(([key]) => key), ...leaseBatch.map(([key]) => key)];
+          // Each live lease as its record and its lease key (one key in the 'fenced' layout; redlock/keys.ts).
+          const keys = [
+            k.repair,
+            k.floor,
+            ...batch.map(([key]) => key),
+            ...leaseBatch.flatMap(([record]) => [record, leaseKeyOfRecord(prefix, record)]),
+          ];
           const args: (string | number)[] = [repairId, read.floor.toString(), batch.length];
           for (const [, value] of batch) args.push(value.toString());
           for (const [, value, pttl] of leaseBatch) args.push(value, pttl);

@@ -17,7 +17,7 @@ import type { ProtocolContext, ProtocolNode } from '../nodes/protocol-node.js';
 export const RELEASE_RETRIES = 8;
 const RELEASE_RETRY_MAX_DELAY_MS = 5_000;
 
-type ReleaseKeys = Pick<ResourceKeys, 'lease' | 'channel'>;
+type ReleaseKeys = Pick<ResourceKeys, 'lease' | 'record' | 'channel'>;
 
 /** Releases leases and keeps retrying, in the background, on the nodes that missed a release. */
 export class Releaser {

@@ -1,8 +1,33 @@
-import { slotTag } from './slots.js';
+import { keySlot, slotTag } from './slots.js';
 
-/** The Redis names of one resource. All three share the hash tag, so they share a cluster slot. */
+/**
+ * Where a resource's keys live (the coordinator's `keyLayout` option; one of the cluster's settings recorded on the
+ * nodes, nodes/cluster-settings.ts):
+ * - `'fenced'` (the default): every key under the prefix and the resource's hash tag, `<prefix>:{<resource>}:lease`
+ *   holding `<leaseId>|<token>`, `…:token`, `…:released`.
+ * - `'redlock'`: node-redlock's lease keys. The lease key is the resource name itself (e.g. `{redlock}x`) and holds
+ *   exactly the lease id (a redlock lock's `value`), so code that reads or plants redlock's keys keeps working. The
+ *   lease's record (`<leaseId>|<token>`, what extend, inspect, repair and fold read), the token register and the
+ *   channel sit beside it in the same Redis Cluster slot: `<prefix>:{<slotTag(keySlot(resource))>}:<resource>:…`
+ *   (the resource encoded as in {@link encodeResourceTag}), so one script still touches one slot (DESIGN §3c).
+ *
+ * Why the layout is recorded on the nodes: two processes with different layouts would keep two token registers for
+ * the same resource, and their tokens would then repeat or go backwards (G2); a process whose layout differs from
+ * the recorded one refuses to start (nodes/cluster-settings.ts).
+ */
+export type KeyLayout = 'fenced' | 'redlock';
+
+export const KEY_LAYOUTS: readonly KeyLayout[] = ['fenced', 'redlock'];
+
+/** The Redis names of one resource. All share one cluster slot. */
 export interface ResourceKeys {
+  /** The key whose presence excludes other holders (`'redlock'` layout: the resource name, holding the lease id). */
   readonly lease: string;
+  /**
+   * The key holding `<leaseId>|<token>` with the lease's ttl: the lease key itself in the `'fenced'` layout, a key
+   * beside it in the `'redlock'` layout.
+   */
+  readonly record: string;
   readonly token: string;
   readonly channel: string;
 }
@@ -19,9 +44,45 @@ export function encodeResourceTag(resource: string): string {
   return resource.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
-export function resourceKeys(prefix: string, resource: string): ResourceKeys {
+/** The inverse of {@link encodeResourceTag}. */
+export function decodeResourceTag(encoded: string): string {
+  return encoded.replace(/%(25|7B|7D)/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
+
+export function resourceKeys(prefix: string, resource: string, layout: KeyLayout = 'fenced'): ResourceKeys {
+  if (layout === 'redlock') {
+    const base = `${prefix}:{${slotTag(keySlot(resource))}}:${encodeResourceTag(resource)}`;
+    return { lease: resource, record: `${base}:lease`, token: `${base}:token`, channel: `${base}:released` };
+  }
   const base = `${prefix}:{${encodeResourceTag(resource)}}`;
-  return { lease: `${base}:lease`, token: `${base}:token`, channel: `${base}:released` };
+  return {
+    lease: `${base}:lease`,
+    record: `${base}:lease`,
+    token: `${base}:token`,
+    channel: `${base}:released`,
+  };
+}
+
+/**
+ * The lease key that goes with a lease record found by a SCAN (a repair copies both). The record's shape tells the
+ * layout: `<prefix>:{<resource>}:lease` is a `'fenced'` lease key (the record itself); `<prefix>:{<tag>}:<resource>:lease`
+ * is a `'redlock'` record, whose lease key is the resource name (encoded names hold no braces, so the two shapes
+ * never meet).
+ */
+export function leaseKeyOfRecord(prefix: string, record: string): string {
+  const head = `${prefix}:{`;
+  const close = record.indexOf('}:', head.length);
+  if (!record.startsWith(head) || close === -1 || !record.endsWith(':lease')) return record;
+  const rest = record.slice(close + 2, record.length - ':lease'.length);
+  return rest === '' ? record : decodeResourceTag(rest);
+}
+
+/**
+ * Whether a resource name may be used in a layout: in the `'redlock'` layout the lease key is the name itself, so a
+ * name inside the coordinator's own namespace (`<prefix>:…`) could be one of its registers or node keys.
+ */
+export function resourceNameClash(prefix: string, resource: string, layout: KeyLayout): boolean {
+  return layout === 'redlock' && resource.startsWith(`${prefix}:`);
 }
 
 /**
@@ -106,9 +167,12 @@ export function freshMarkKey(prefix: string): string {
   return nodeStateKeys(prefix).fresh;
 }
 
-/** SCAN pattern of every token register under the prefix (glob characters in the prefix escaped). */
+/**
+ * SCAN pattern of every token register under the prefix (glob characters in the prefix escaped), in either layout:
+ * `<prefix>:{<resource>}:token` and `<prefix>:{<slot tag>}:<resource>:token`.
+ */
 export function tokenKeyPattern(prefix: string): string {
-  return `${globEscape(prefix)}:{*}:token`;
+  return `${globEscape(prefix)}:{*:token`;
 }
 
 /** SCAN pattern of every resource key (lease or token register) under the prefix; node keys excluded. */

@@ -14,9 +14,9 @@ import type { ScriptName } from './script-results.js';
 export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' } = {
   acquire: 'batch',
   promise: 5,
-  extend: 3,
+  extend: 4,
   release: 'batch',
-  inspect: 2,
+  inspect: 3,
   'repair-marker': 2,
   'repair-read': 5,
   'repair-read-slot': 5,

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeResourceTag, resourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
+import {
+  encodeResourceTag,
+  leaseKeyOfRecord,
+  resourceKeys,
+  resourceNameClash,
+  tokenKeyPattern,
+} from '../../../../packages/coordinator/src/redlock/keys.js';
+import { keySlot, slotTag } from '../../../../packages/coordinator/src/redlock/slots.js';
 
 /** Redis' hash tag rule: the text between the first '{' and the first '}' after it, if non-empty. */
 function hashTag(key: string): string {
@@ -15,6 +22,7 @@ describe('resource keys', () => {
   it('namespaces and hash-tags every key of a resource', () => {
     expect(resourceKeys('fenced', 'orders/42')).toEqual({
       lease: 'fenced:{orders/42}:lease',
+      record: 'fenced:{orders/42}:lease',
       token: 'fenced:{orders/42}:token',
       channel: 'fenced:{orders/42}:released',
     });
@@ -41,5 +49,53 @@ describe('resource keys', () => {
         }
       }),
     );
+  });
+});
+
+describe("resource keys in the 'redlock' layout", () => {
+  it("uses the resource name itself as the lease key, with the others beside it in that key's slot", () => {
+    const keys = resourceKeys('fenced', '{redlock}x', 'redlock');
+    const tag = slotTag(keySlot('{redlock}x'));
+    expect(keys).toEqual({
+      lease: '{redlock}x',
+      record: `fenced:{${tag}}:%7Bredlock%7Dx:lease`,
+      token: `fenced:{${tag}}:%7Bredlock%7Dx:token`,
+      channel: `fenced:{${tag}}:%7Bredlock%7Dx:released`,
+    });
+  });
+
+  it('keeps every key of a resource in one slot, maps different resources apart, and finds the lease key of a record', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), fc.string({ minLength: 1 }), (a, b) => {
+        const ka = resourceKeys('fenced', a, 'redlock');
+        const kb = resourceKeys('fenced', b, 'redlock');
+        for (const key of [ka.record, ka.token, ka.channel]) expect(keySlot(key)).toBe(keySlot(a));
+        expect(leaseKeyOfRecord('fenced', ka.record)).toBe(a);
+        if (a !== b) {
+          expect(ka.record).not.toBe(kb.record);
+          expect(ka.token).not.toBe(kb.token);
+        }
+      }),
+    );
+  });
+
+  it("finds a 'fenced' layout record's lease key: the record itself", () => {
+    const keys = resourceKeys('fenced', 'orders/42');
+    expect(leaseKeyOfRecord('fenced', keys.record)).toBe(keys.lease);
+  });
+
+  it('matches the token registers of both layouts with one SCAN pattern, and nothing else of a resource', () => {
+    const pattern = new RegExp(`^${tokenKeyPattern('fenced').replace('{', '\\{').replace('*', '.*')}$`);
+    for (const layout of ['fenced', 'redlock'] as const) {
+      const keys = resourceKeys('fenced', '{redlock}x', layout);
+      expect(pattern.test(keys.token)).toBe(true);
+      expect(pattern.test(keys.record)).toBe(false);
+    }
+  });
+
+  it('refuses resource names inside the prefix only in the redlock layout', () => {
+    expect(resourceNameClash('fenced', 'fenced:{x}:token', 'redlock')).toBe(true);
+    expect(resourceNameClash('fenced', 'fenced:{x}:token', 'fenced')).toBe(false);
+    expect(resourceNameClash('fenced', '{redlock}x', 'redlock')).toBe(false);
   });
 });
