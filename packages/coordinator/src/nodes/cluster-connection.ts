@@ -53,6 +53,7 @@ import {
   nodeStateKeys,
   resourceKeyPattern,
   slotFloorKeyPattern,
+  tokenKeyPattern,
   type NodeStateKeys,
 } from '../redlock/keys.js';
 import { keySlot, SLOT_COUNT } from '../redlock/slots.js';
@@ -662,9 +663,54 @@ export class ClusterConnection extends NodeConnection {
     return { kind: 'read', incarnation: 'cluster', cursor: '0', floor, settings, registers, leases };
   }
 
-  /** Folding per shard is not implemented yet: a Cluster member's registers stay (memory is not bounded). */
-  override fold(): Promise<FoldReply> {
-    return Promise.resolve({ kind: 'busy' });
+  /**
+   * One whole fold pass over this member (DESIGN §3c, "folding per shard"): SCAN each master for token registers,
+   * group them by slot, and fold each slot's idle ones into that slot's floor (fold-slot.lua, whose argument is
+   * fold.lua's, per slot). One process per member and interval does it: the fold lock of slot 0 stands for the
+   * member. Returns cursor '0' (the pass is done) or `busy`.
+   */
+  override async fold(
+    timeoutMs: number,
+    cursor: string,
+    count: number,
+    minIdleSeconds: number,
+    passIntervalMs: number,
+  ): Promise<FoldReply> {
+    if (cursor !== '0') return { kind: 'folded', cursor: '0', folded: 0 };
+    const lock = await this.call('fold', timeoutMs, () =>
+      this.cluster.set(this.stateKeysOf(0).fold, '1', 'PX', passIntervalMs, 'NX'),
+    );
+    if (lock !== 'OK') return { kind: 'busy' };
+    let folded = 0;
+    for (const { client } of await this.masters(timeoutMs)) {
+      if (client === undefined) continue;
+      let next = '0';
+      do {
+        const [after, keys] = await this.call('fold', timeoutMs, () =>
+          client.scan(next, 'MATCH', tokenKeyPattern(this.prefix), 'COUNT', count),
+        );
+        next = after;
+        const bySlot = new Map<number, string[]>();
+        for (const key of keys) {
+          const slot = keySlot(key);
+          if (this.slotInitialized[slot] !== 1) continue;
+          bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
+        }
+        const replies = await Promise.all(
+          [...bySlot].map(([slot, registers]) => {
+            const k = this.stateKeysOf(slot);
+            return this.script(
+              'fold-slot',
+              timeoutMs,
+              [k.incarnation, k.floor, ...registers],
+              [minIdleSeconds],
+            );
+          }),
+        );
+        for (const reply of replies) if (reply.kind === 'folded') folded += reply.folded;
+      } while (next !== '0');
+    }
+    return { kind: 'folded', cursor: '0', folded };
   }
 
   /** The masters of the last layout read, with their connections from the cluster's pool. */

@@ -44,6 +44,7 @@ export type ScriptName =
   | 'repair-raise'
   | 'finish-repair'
   | 'fold'
+  | 'fold-slot'
   | 'fresh-init'
   | 'settings';
 
@@ -85,6 +86,7 @@ export const SCRIPT_CODES = {
   'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
+  'fold-slot': [ScriptCode.OK, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
   settings: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
@@ -171,6 +173,7 @@ export interface ScriptReplies {
   'repair-raise': RepairRaiseReply;
   'finish-repair': FinishRepairReply;
   fold: FoldReply;
+  'fold-slot': FoldReply;
   'fresh-init': FreshInitReply;
   settings: SettingsReply;
 }
@@ -316,6 +319,16 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'folded', cursor: r.cursor(1), folded: r.integer(2) });
       case ScriptCode.BUSY:
         return r.done({ kind: 'busy' });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+    }
+  },
+  'fold-slot': (r) => {
+    switch (r.code(SCRIPT_CODES['fold-slot'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'folded', cursor: r.cursor(1), folded: r.integer(2) });
       case ScriptCode.NOT_INITIALIZED:
         return r.done({ kind: 'not-initialized' });
       case ScriptCode.CORRUPT:

@@ -23,6 +23,7 @@ export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' }
   'repair-raise': 'batch',
   'finish-repair': 4,
   fold: 3,
+  'fold-slot': 'batch',
   'fresh-init': 3,
   settings: 2,
 };

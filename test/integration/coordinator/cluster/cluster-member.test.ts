@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster, Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
+import { eventually } from '@fenced/test-utils/eventually';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
 import { keySlot } from '../../../fixtures/keys.js';
@@ -115,4 +116,71 @@ describe('a mixed quorum: two standalone masters and one cluster member', () => 
       cluster.disconnect();
     }
   });
+});
+
+describe('folding per shard', () => {
+  it("folds idle registers into their slot's floor on every shard, and later tokens still rise", async () => {
+    const coordinator = new Coordinator({
+      nodes: members.map((m) => m.member),
+      keyPrefix: 'fold',
+      maxTtlMs: 1_000,
+      tokenRetentionMs: 1_000,
+    });
+    try {
+      await coordinator.ready();
+      // Registers far above any time-derived first guess: a fold that lost one (instead of raising its slot's floor)
+      // shows as a later token below the earlier one.
+      const ahead = (BigInt(Date.now() + 35 * 365 * 24 * 3_600_000) << 20n).toString();
+      for (const member of members) {
+        const raw = new Cluster([{ host: '127.0.0.1', port: member.masters[0]!.port }]);
+        try {
+          for (const resource of resources) await raw.set(`fold:{${resource}}:token`, ahead);
+        } finally {
+          raw.disconnect();
+        }
+      }
+      const before = new Map<string, bigint>();
+      for (const resource of resources) {
+        const lease = await coordinator.acquire(resource, { ttlMs: 1_000 });
+        before.set(resource, lease.token);
+        await lease.release();
+      }
+      // The background fold pass (every second here) removes the registers once they are idle for the retention.
+      const registers = async (): Promise<number> => {
+        let found = 0;
+        for (const master of members[0]!.masters) {
+          const client = new Redis(master.port, '127.0.0.1');
+          try {
+            found += (await client.keys('fold:{*}:token')).length;
+          } finally {
+            client.disconnect();
+          }
+        }
+        return found;
+      };
+      expect(await registers()).toBe(resources.length);
+      await eventually(async () => (await registers()) === 0, {
+        what: 'the idle registers to be folded',
+        timeoutMs: 40_000,
+        intervalMs: 500,
+      });
+      // A fresh process (no last token remembered) reads only what the nodes answer: the slots' floors.
+      const fresh = new Coordinator({
+        nodes: members.map((m) => m.member),
+        keyPrefix: 'fold',
+        maxTtlMs: 1_000,
+      });
+      try {
+        for (const resource of resources) {
+          const lease = await fresh.acquire(resource, { ttlMs: 1_000 });
+          expect(lease.token > before.get(resource)!).toBe(true);
+          await lease.release();
+        }
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await coordinator.close();
+    }
+  }, 90_000);
 });

@@ -62,6 +62,7 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
   'repair-raise': { 1: [1], 4: [4], 6: [6] },
   'finish-repair': { 1: [1], 6: [6] },
   fold: { 1: [1, '0', 3], 11: [11], 3: [3], 4: [4] },
+  'fold-slot': { 1: [1, '0', 3], 3: [3], 4: [4] },
   'fresh-init': { 1: [1], 10: [10], 12: [12] },
   settings: { 1: [1, ['maxTtlMs', '3000']], 3: [3] },
 };
