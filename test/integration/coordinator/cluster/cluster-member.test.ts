@@ -2,6 +2,8 @@
 // members, and with a mixed quorum (two standalone masters and one cluster); per-slot node state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster, Redis } from 'ioredis';
+import { Cluster as CopyCluster } from 'ioredis-copy';
+import V4Redis from 'ioredis-v4';
 import { Coordinator } from '@fenced/coordinator';
 import { eventually } from '@fenced/test-utils/eventually';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
@@ -183,4 +185,32 @@ describe('folding per shard', () => {
       await coordinator.close();
     }
   }, 90_000);
+});
+
+describe('Cluster clients of other copies of ioredis', () => {
+  it('serves leases with an ioredis 5 Cluster of another copy and an ioredis 4 Cluster as members', async () => {
+    const seed = (m: RedisClusterMember) => [{ host: '127.0.0.1', port: m.masters[0]!.port }];
+    const copy = new CopyCluster(seed(members[1]!), { retryDelayOnFailover: 0 });
+    const v4 = new V4Redis.Cluster(seed(members[2]!), { retryDelayOnFailover: 0 });
+    const coordinator = new Coordinator({
+      nodes: [members[0]!.member, copy as never, v4 as never],
+      keyPrefix: 'copies',
+    });
+    try {
+      await coordinator.ready();
+      let last = 0n;
+      for (const resource of resources.slice(0, 8)) {
+        const lease = await coordinator.acquire(resource, { ttlMs: 5_000 });
+        expect(lease.token > last).toBe(true);
+        last = lease.token;
+        await lease.extend(5_000);
+        await lease.release();
+      }
+      expect((await coordinator.nodeStatus()).map((s) => s.voting)).toEqual([true, true, true]);
+    } finally {
+      await coordinator.close();
+      copy.disconnect();
+      v4.disconnect();
+    }
+  }, 60_000);
 });
