@@ -725,6 +725,12 @@ export class ClusterConnection extends NodeConnection {
       list.push(range);
       byAddress.set(range.master, list);
     }
+    if ([...byAddress.keys()].some((address) => this.connectionTo(address) === undefined)) {
+      // The client drops a master's connection when the master goes away and adds it back only when it refreshes
+      // its slot map, which only a call to one of those slots would cause: a shard that restarted while nobody
+      // voted on its slots would stay unseen. Refresh now.
+      await this.refreshSlots(timeoutMs);
+    }
     const masters = [...byAddress].map(([address, ranges]) => ({
       address,
       client: this.connectionTo(address),
@@ -751,6 +757,18 @@ export class ClusterConnection extends NodeConnection {
       }),
     );
     return masters;
+  }
+
+  private refreshSlots(timeoutMs: number): Promise<void> {
+    const cluster = this.cluster as unknown as {
+      refreshSlotsCache?: (done?: (error?: Error) => void) => void;
+    };
+    if (typeof cluster.refreshSlotsCache !== 'function') return Promise.resolve();
+    return withTimeout(
+      new Promise<void>((resolve) => cluster.refreshSlotsCache!(() => resolve())),
+      timeoutMs,
+      `node ${this.index} check`,
+    ).catch(() => undefined);
   }
 
   private connectionTo(address: string): Redis | undefined {
