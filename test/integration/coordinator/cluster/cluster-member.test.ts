@@ -193,7 +193,7 @@ describe('Cluster clients of other copies of ioredis', () => {
     const copy = new CopyCluster(seed(members[1]!), { retryDelayOnFailover: 0 });
     const v4 = new V4Redis.Cluster(seed(members[2]!), { retryDelayOnFailover: 0 });
     const coordinator = new Coordinator({
-      nodes: [members[0]!.member, copy as never, v4 as never],
+      nodes: [members[0]!.member, copy, v4 as never],
       keyPrefix: 'copies',
     });
     try {
