@@ -14,7 +14,7 @@ export type {
 export type { LeaseWatchOptions } from './lease/lease-watch.js';
 export { NODE_STATE_CHANNEL } from './nodes/node-events.js';
 export type { NodeStateEvent, NodeStateChange } from './nodes/node-events.js';
-export type { ClusterMemberConfig } from './nodes/cluster-connection.js';
+export type { ClusterMemberConfig } from './options.js';
 export {
   CLUSTER_ENTRY_PREFIX,
   NODE_ENTRY_FORMS,

@@ -12,13 +12,20 @@ import { MAX_TIMER_MS } from './redlock/timer-limit.js';
 import { KEY_LAYOUTS, type KeyLayout } from './redlock/keys.js';
 import { driftMs } from './redlock/validity.js';
 import type { SigningKey } from './signing/lease-signer.js';
-import type { ClusterMemberConfig } from './nodes/cluster-connection.js';
 
 /**
  * What a process does when its maxTtlMs differs from the cluster's recorded one (nodes/cluster-settings.ts): refuse
  * to start, or run with the recorded value.
  */
 export type ClusterSettingsMode = 'require-match' | 'adopt';
+
+/**
+ * The plain configuration form of a Redis Cluster member in `nodes` (DESIGN §3c; docs/cluster.md): seed URLs of (some
+ * of) its masters. The coordinator creates the ioredis `Cluster` client and closes it.
+ */
+export interface ClusterMemberConfig {
+  readonly cluster: readonly string[];
+}
 
 /** Options of {@link Coordinator}. Times are milliseconds. */
 export interface CoordinatorOptions {

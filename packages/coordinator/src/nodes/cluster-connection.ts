@@ -76,10 +76,7 @@ import { describeValue } from './client-shape.js';
 
 const IORedis = ioredis.default;
 
-/** The plain configuration form of a Cluster member in `nodes`: seed URLs of (some of) its masters. */
-export interface ClusterMemberConfig {
-  readonly cluster: readonly string[];
-}
+export type { ClusterMemberConfig } from '../options.js';
 
 /** Whether `node` is the configuration form `{ cluster: [...] }`. */
 export function isClusterConfig(node: unknown): node is { cluster: unknown } {

@@ -5,7 +5,7 @@
  * (DESIGN §3c). One seed is enough; more survive a seed being down.
  */
 import { InvalidRequestError } from '@fenced/shared';
-import type { ClusterMemberConfig } from './cluster-connection.js';
+import type { ClusterMemberConfig } from '../options.js';
 
 /** What starts a Cluster member's entry. */
 export const CLUSTER_ENTRY_PREFIX = 'cluster:';
