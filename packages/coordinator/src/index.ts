@@ -20,6 +20,15 @@ export type {
 export type { LeaseWatchOptions } from './lease/lease-watch.js';
 export { NODE_STATE_CHANNEL } from './nodes/node-events.js';
 export type { NodeStateEvent, NodeStateChange } from './nodes/node-events.js';
+export type { ClusterMemberConfig } from './options.js';
+export {
+  CLUSTER_ENTRY_PREFIX,
+  NODE_ENTRY_FORMS,
+  nodeEntryAddress,
+  nodeEntryProblem,
+  parseNodeEntry,
+} from './nodes/node-spec.js';
+export type { ShardStatus } from './nodes/node-set.js';
 export type { Lease } from './lease/lease.js';
 export type { MultiLease } from './lease/multi-lease.js';
 export { MAX_LEASE_RESOURCES, lockOrder } from './lease/multi-lease.js';

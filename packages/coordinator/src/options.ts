@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import {
   assertBoolean,
   assertInteger,
@@ -19,16 +19,28 @@ import type { SigningKey } from './signing/lease-signer.js';
  */
 export type ClusterSettingsMode = 'require-match' | 'adopt';
 
+/**
+ * The plain configuration form of a Redis Cluster member in `nodes` (DESIGN §3c; docs/cluster.md): seed URLs of (some
+ * of) its masters. The coordinator creates the ioredis `Cluster` client and closes it.
+ */
+export interface ClusterMemberConfig {
+  readonly cluster: readonly string[];
+}
+
 /** Options of {@link Coordinator}. Times are milliseconds. */
 export interface CoordinatorOptions {
   /**
    * The independent Redis masters: ioredis clients or `redis://` URLs, at least one, no duplicates.
    * Quorum is `floor(N/2) + 1`. Clients passed in stay yours (never closed here) and must not use ioredis'
    * own `keyPrefix`; clients made from URLs are created and closed by the coordinator. A client is recognised by
-   * what it can do: ioredis 4.28+ or 5, from any copy of the module (cast it if its type is another copy's). An
-   * ioredis `Cluster` is refused: a Redis Cluster as a node is not supported yet.
+   * what it can do: ioredis 4.28+ or 5, from any copy of the module (cast it if its type is another copy's).
+   *
+   * A member may also be a whole Redis Cluster (DESIGN §3c; docs/cluster.md): `{ cluster: ['redis://host:7000', …] }`
+   * (seed URLs of its masters; the coordinator creates and closes the client) or an ioredis `Cluster` you made (stays
+   * yours; give it `retryDelayOnFailover: 0` so that a script is never sent twice). Standalone and cluster members
+   * may be mixed; the quorum counts members.
    */
-  nodes: Array<string | Redis>;
+  nodes: Array<string | Redis | Cluster | ClusterMemberConfig>;
   /**
    * Namespace of every key: `${keyPrefix}:{<resource>}:lease`, `…:token`, `…:released`, `${keyPrefix}:node:*`.
    * @defaultValue `'fenced'`

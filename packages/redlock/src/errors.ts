@@ -2,8 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 
 /**
  * A client as redlock v5 types it. Any ioredis 4.28+ or 5 `Redis` client works, from any copy of the module; a
- * `Cluster` is typed (redlock accepts it) but refused at construction: a Redis Cluster as a quorum member is not
- * supported yet.
+ * `Cluster` is one quorum member made of a whole Redis Cluster (DESIGN §3c).
  */
 export type Client = Redis | Cluster;
 

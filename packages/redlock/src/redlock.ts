@@ -115,7 +115,7 @@ export class Redlock extends EventEmitter {
       // redlock's own lease keys: the resource name holding the lock's value (redlock/keys.ts in the coordinator).
       keyLayout: 'redlock',
       ...(fencedSettings as FencedSettings),
-      // Recognised by what they can do (any copy of ioredis 4.28+ or 5); a Cluster is refused with its reason.
+      // Recognised by what they can do (any copy of ioredis 4.28+ or 5); a Cluster is one member (DESIGN §3c).
       nodes: [...this.clients] as Redis[],
       driftFactor: this.settings.driftFactor,
       retryDelayMs: this.settings.retryDelay,

@@ -2,13 +2,17 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describeValue, ed25519PrivateKey, InvalidRequestError, KEY_ID_PATTERN } from '@fenced/shared';
 import { z } from 'zod';
+import { NODE_ENTRY_FORMS, nodeEntryProblem } from '@fenced/coordinator';
 import { DEFAULT_APP_OPTIONS, LOG_LEVELS, type HealthAuth, type LogLevel } from './service-options.js';
 
 export type { LogLevel } from './service-options.js';
 
 /** The coordinator service's process configuration, read once from the environment at start-up. */
 export interface ServiceConfig {
-  /** `FENCED_REDIS_URLS`: the Redis masters, in node order. */
+  /**
+   * `FENCED_REDIS_URLS`: the quorum members, in node order: a standalone master's redis:// URL, or a Redis Cluster
+   * member as `cluster:<url>+<url>+...` (seed URLs of its masters).
+   */
   readonly redisUrls: readonly string[];
   /** `FENCED_HOST`: interface to listen on. */
   readonly host: string;
@@ -131,17 +135,9 @@ function integer(min: number, max: number) {
   );
 }
 
-const redisUrl = z.string().refine(
-  (text) => {
-    try {
-      const url = new URL(text);
-      return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
-    } catch {
-      return false;
-    }
-  },
-  { error: 'every entry must be a redis:// or rediss:// URL with a host' },
-);
+const redisUrl = z.string().refine((text) => nodeEntryProblem(text) === undefined, {
+  error: `every entry must be ${NODE_ENTRY_FORMS}`,
+});
 
 /**
  * The variables the service reads, with their checks. Exported for tests that hold deployment files (the compose
@@ -149,7 +145,12 @@ const redisUrl = z.string().refine(
  */
 export const ENV_SCHEMA = z.object({
   FENCED_REDIS_URLS: optional
-    .pipe(z.string({ error: 'is required: comma-separated redis:// URLs of the Redis masters' }))
+    .pipe(
+      z.string({
+        error:
+          'is required: comma-separated redis:// URLs of the Redis masters (a Redis Cluster member: cluster:<url>+<url>+...)',
+      }),
+    )
     .transform((text) =>
       text
         .split(',')

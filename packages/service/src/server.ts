@@ -5,7 +5,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { checkExposure, loadConfig, type ServiceConfig } from './config.js';
-import { ClusterSettingsError, Coordinator, UnsafeNodeError } from '@fenced/coordinator';
+import { ClusterSettingsError, Coordinator, parseNodeEntry, UnsafeNodeError } from '@fenced/coordinator';
 import { createApp } from './http/app.js';
 import { safeError } from './http/request-log.js';
 import { createServiceLogger } from './http/service-logger.js';
@@ -60,7 +60,7 @@ export async function startServer(
   checkExposure(config);
   const logger = options.logger ?? createServiceLogger({ level: config.logLevel });
   const coordinator = new Coordinator({
-    nodes: [...config.redisUrls],
+    nodes: config.redisUrls.map((entry, index) => parseNodeEntry(entry, index)),
     maxTtlMs: config.maxTtlMs,
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
     ...(config.keyPrefix !== undefined ? { keyPrefix: config.keyPrefix } : {}),

@@ -120,13 +120,26 @@ export class RedisNode {
    */
   async restart({
     keepData = true,
+    keepFiles = [],
     options,
-  }: { keepData?: boolean; options?: RedisNodeOptions } = {}): Promise<void> {
+  }: {
+    keepData?: boolean;
+    /** With `keepData: false`, files of the data directory that survive (a cluster node's `nodes.conf`). */
+    keepFiles?: readonly string[];
+    options?: RedisNodeOptions;
+  } = {}): Promise<void> {
     await this.kill();
     if (options) this.options = { ...this.options, ...options, port: this.port };
     if (!keepData) {
-      await fs.rm(this.dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
-      await fs.mkdir(this.dataDir, { recursive: true });
+      for (const entry of await fs.readdir(this.dataDir)) {
+        if (keepFiles.includes(entry)) continue;
+        await fs.rm(path.join(this.dataDir, entry), {
+          recursive: true,
+          force: true,
+          maxRetries: 10,
+          retryDelay: 100,
+        });
+      }
     }
     await this.spawn();
   }

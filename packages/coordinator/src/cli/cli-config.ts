@@ -1,5 +1,6 @@
 import { DEFAULT_COORDINATOR_OPTIONS, type CoordinatorOptions } from '../options.js';
 import { UsageError } from './usage-error.js';
+import { nodeEntryProblem, parseNodeEntry } from '../nodes/node-spec.js';
 
 /**
  * What the operator commands need to reach the cluster: the service's own variables (config.ts), each
@@ -36,7 +37,8 @@ export const CLUSTER_FLAGS = {
 
 /** Help text of {@link CLUSTER_FLAGS}. */
 export const CLUSTER_FLAGS_HELP = `cluster (flags override the service's environment variables):
-  --redis-urls <urls>          FENCED_REDIS_URLS: comma-separated redis:// URLs, in node order (required)
+  --redis-urls <urls>          FENCED_REDIS_URLS: comma-separated redis:// URLs, in node order (required);
+                               a Redis Cluster member is cluster:<url>+<url>+...
   --key-prefix <prefix>        FENCED_KEY_PREFIX (default ${DEFAULT_COORDINATOR_OPTIONS.keyPrefix})
   --node-timeout-ms <ms>       FENCED_NODE_TIMEOUT_MS (default ${DEFAULT_COORDINATOR_OPTIONS.nodeTimeoutMs})
   --max-ttl-ms <ms>            FENCED_MAX_TTL_MS (default ${DEFAULT_COORDINATOR_OPTIONS.maxTtlMs}); the cluster's recorded one wins
@@ -90,18 +92,9 @@ export function loadCliConfig(
     .map((u) => u.trim())
     .filter((u) => u !== '');
   for (const [index, text] of redisUrls.entries()) {
-    let ok = false;
-    try {
-      const url = new URL(text);
-      ok = (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
-    } catch {
-      ok = false;
-    }
-    // The URL is not echoed: it may carry a password.
-    if (!ok)
-      fail(
-        `${source('redis-urls', 'FENCED_REDIS_URLS')} entry ${index} is not a redis:// or rediss:// URL with a host`,
-      );
+    // The entry is not echoed: it may carry a password.
+    const problem = nodeEntryProblem(text);
+    if (problem !== undefined) fail(`${source('redis-urls', 'FENCED_REDIS_URLS')} entry ${index} ${problem}`);
   }
   if (redisUrls.length === 0)
     fail(`${source('redis-urls', 'FENCED_REDIS_URLS')} needs at least one redis:// URL`);
@@ -151,7 +144,7 @@ export function loadCliConfig(
 /** The coordinator options of a configuration (as server.ts builds them from the service's). */
 export function coordinatorOptionsOf(config: CliConfig): CoordinatorOptions {
   const options: CoordinatorOptions = {
-    nodes: [...config.redisUrls],
+    nodes: config.redisUrls.map((entry, index) => parseNodeEntry(entry, index)),
     // The operator commands grant no leases: they run with whatever the cluster recorded.
     clusterSettings: 'adopt',
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,

@@ -1,5 +1,6 @@
 import { validateResourceName } from '@fenced/shared';
 import { NodeSet, type NodeStatus } from '../nodes/node-set.js';
+import { parseNodeEntry } from '../nodes/node-spec.js';
 import { resolveOptions } from '../options.js';
 import { inspectOnQuorum } from '../protocol/inspect.js';
 import { repairMarkerKey, resourceKeys } from '../redlock/keys.js';
@@ -50,7 +51,12 @@ export class ClusterView {
   constructor(config: CliConfig) {
     const settings = resolveOptions(coordinatorOptionsOf(config));
     // Node errors are expected here (a node down is what the operator asks about); the probe says why.
-    this.set = new NodeSet(config.redisUrls, settings, () => undefined, this.closing.signal);
+    this.set = new NodeSet(
+      config.redisUrls.map((entry, index) => parseNodeEntry(entry, index)),
+      settings,
+      () => undefined,
+      this.closing.signal,
+    );
   }
 
   get quorum(): number {
@@ -78,6 +84,8 @@ export class ClusterView {
         const status: ObservedNode = this.set.statusOf(node);
         if (node.lastProbe?.reachable !== true) return status;
         status.initialized = node.lastProbe.initialized === true;
+        // A Cluster member's repairs are per slot: its shards (`status.shards`) say which slots vote.
+        if (node.isCluster) return status;
         try {
           const ttl = await node.call('check', this.set.probeTimeoutMs, (c) => c.pttl(markerKey));
           status.repairMarker =

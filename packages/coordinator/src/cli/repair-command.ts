@@ -1,5 +1,6 @@
 import { Coordinator } from '../coordinator.js';
 import type { NodeStatus } from '../nodes/node-set.js';
+import { nodeEntryAddress } from '../nodes/node-spec.js';
 import {
   CLUSTER_FLAGS,
   CLUSTER_FLAGS_HELP,
@@ -213,10 +214,7 @@ export function nodeIndexOf(argument: string, config: CliConfig): number {
       'repair',
     );
   }
-  const addresses = config.redisUrls.map((text) => {
-    const url = new URL(text);
-    return `${url.hostname}:${url.port === '' ? '6379' : url.port}`;
-  });
+  const addresses = config.redisUrls.map(nodeEntryAddress);
   const index = addresses.indexOf(argument);
   if (index >= 0) return index;
   throw new UsageError(

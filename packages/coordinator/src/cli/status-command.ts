@@ -6,7 +6,8 @@ export const STATUS_USAGE = `usage: fenced-coordinator status [--json] [cluster 
 
 Probes every Redis node once and prints, per node: reachable, role, the persistence check (and which setting
 is wrong), whether it votes, whether it holds its incarnation key, whether a repair runs on it, and the PING
-latency. Read-only: it initializes and repairs nothing.
+latency; for a Redis Cluster member, each shard: up, slots voting, slots under repair. Read-only: it initializes
+and repairs nothing.
 Exit code 0 when a quorum of nodes votes, 1 when not, 2 for bad arguments.
 
   --json                       one JSON object: { quorum, nodeCount, votingNodes, quorumAvailable, nodes }
@@ -72,6 +73,14 @@ export function describeStatus(report: StatusReport): string[] {
     if (node.latencyMs !== undefined) facts.push(`latency ${node.latencyMs} ms`);
     lines.push(`node ${node.node}  ${node.address}  ${facts.join(', ')}`);
     for (const problem of node.problems) lines.push(`    - ${problem}`);
+    for (const shard of node.shards ?? []) {
+      const slots =
+        shard.votingSlots === shard.slots
+          ? `${shard.slots} slots voting`
+          : `${shard.votingSlots} of ${shard.slots} slots voting (${shard.slots - shard.votingSlots} EMPTY)`;
+      const repairing = shard.slotsUnderRepair > 0 ? `, ${shard.slotsUnderRepair} under repair` : '';
+      lines.push(`    shard ${shard.address}  ${shard.up ? 'up' : 'DOWN'}, ${slots}${repairing}`);
+    }
   }
   return lines;
 }

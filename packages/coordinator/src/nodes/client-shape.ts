@@ -9,8 +9,8 @@
  * `config`, `info`, `exists`, `scan` and `subscribe`. ioredis 4.28+ and 5 have all of them with the same
  * behaviour; both are tested (test/integration/redlock/foreign-clients.test.ts).
  *
- * A Redis Cluster client (`isCluster: true`) is refused with its own message: a cluster as one quorum member is
- * not supported yet (DESIGN §3c).
+ * A Redis Cluster client (`isCluster: true`) never reaches this check: it is a Cluster member (DESIGN §3c,
+ * nodes/cluster-connection.ts, which checks its own shape).
  */
 import type { Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';
@@ -45,18 +45,11 @@ export function describeValue(value: unknown): string {
 
 /**
  * Returns `node` as a standalone ioredis client when it is one (of any copy of ioredis 4.28+ or 5), `undefined`
- * when it is not a client at all, and throws a typed error for a client that cannot be a node: a Cluster client,
- * or a client missing what the coordinator calls (an ioredis older than 4.28, or another library).
+ * when it is not a client at all, and throws a typed error for a client that cannot be a node: a client missing what the coordinator calls (an ioredis older than 4.28, or another library).
  */
 export function asRedisClient(node: unknown, index: number): Redis | undefined {
   if (typeof node !== 'object' || node === null) return undefined;
   const candidate = node as Record<string, unknown>;
-  if (candidate['isCluster'] === true) {
-    throw new InvalidRequestError(
-      `nodes[${index}] is a Redis Cluster client (ioredis Cluster): a Redis Cluster as a quorum member is not ` +
-        `supported yet; each node must be one standalone Redis master (an ioredis Redis client or a redis:// URL)`,
-    );
-  }
   const looksLikeClient =
     typeof candidate['sendCommand'] === 'function' &&
     typeof candidate['options'] === 'object' &&

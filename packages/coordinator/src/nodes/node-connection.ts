@@ -64,10 +64,40 @@ export interface NodeProbe {
   readonly initialized?: boolean;
   readonly latencyMs?: number;
   readonly error?: string;
+  /** A Redis Cluster member's shards (DESIGN §3c): one entry per master. */
+  readonly shards?: readonly ShardProbe[];
+}
+
+/** One shard (master) of a Redis Cluster member, as a probe found it. */
+export interface ShardProbe {
+  /** host:port of the master. */
+  readonly address: string;
+  readonly up: boolean;
+  /** Slots the master serves. */
+  readonly slots: number;
+  /** Of those, slots holding their incarnation key (they vote). */
+  readonly votingSlots: number;
+  /** Of those, slots being repaired by this process. */
+  readonly slotsUnderRepair: number;
+  /** Its configuration problems (and its replicas'); empty when as DESIGN §3c requires. */
+  readonly problems: readonly string[];
+}
+
+/** A client the caller (or a subclass) already made, with its address and identity. */
+export interface PreparedClient {
+  readonly prepared: true;
+  readonly client: Redis;
+  readonly address: string;
+  readonly identity: string;
+  readonly owned: boolean;
+}
+
+function isPrepared(node: unknown): node is PreparedClient {
+  return typeof node === 'object' && node !== null && (node as { prepared?: unknown }).prepared === true;
 }
 
 /** Connection options of the clients the coordinator creates from URLs. */
-function ownedClientOptions(connectTimeoutMs: number) {
+export function ownedClientOptions(connectTimeoutMs: number) {
   return {
     // The coordinator batches its own calls (ScriptBatcher); an auto-pipeline would only hold each batch until
     // the previous one's replies are in.
@@ -116,19 +146,24 @@ export class NodeConnection implements ProtocolNode {
   private readonly acquires: ScriptBatcher<'acquire'>;
   private readonly releases: ScriptBatcher<'release'>;
   private flushScheduled = false;
-  private lastConnectionError: unknown;
+  protected lastConnectionError: unknown;
   /** Connections in a row that the server closed before answering the ready check: a port that is not Redis. */
-  private closedBeforeReady = 0;
+  protected closedBeforeReady = 0;
   private awaitingReady = false;
 
   constructor(
     readonly index: number,
     node: unknown,
-    private readonly prefix: string,
-    private readonly reportError: NodeErrorSink,
+    protected readonly prefix: string,
+    protected readonly reportError: NodeErrorSink,
     connectTimeoutMs: number,
   ) {
-    if (typeof node === 'string') {
+    if (isPrepared(node)) {
+      this.address = node.address;
+      this.identity = node.identity;
+      this.client = node.client;
+      this.owned = node.owned;
+    } else if (typeof node === 'string') {
       let url: URL;
       try {
         url = new URL(node);
@@ -182,7 +217,7 @@ export class NodeConnection implements ProtocolNode {
     // Every connection (and reconnection) caches the scripts before its first call: runScript has no EVAL
     // fallback, which could reorder calls.
     this.client.on('ready', this.loadScripts);
-    if (this.client.status === 'ready') this.loadScripts();
+    if (this.client.status === 'ready') this.reloadScripts();
     // A server that accepts the connection and closes it before any Redis reply (Postgres, say) is not Redis.
     this.client.on('connect', () => {
       this.awaitingReady = true;
@@ -197,18 +232,41 @@ export class NodeConnection implements ProtocolNode {
     });
   }
 
-  private readonly loadScripts = (): void => {
+  private readonly loadScripts = (): void => this.reloadScripts();
+
+  /** Loads every script into the node's script cache (a Cluster member: into every master's). */
+  protected reloadScripts(): void {
     loadScripts(this.client).catch((error: unknown) => this.reportError(this.index, 'load-scripts', error));
-  };
+  }
+
+  /** Whether this member is a Redis Cluster (DESIGN §3c). */
+  get isCluster(): boolean {
+    return false;
+  }
+
+  /** Whether any of the node's state is initialized (a Cluster member: any slot). */
+  get anyInitialized(): boolean {
+    return this.initialized;
+  }
+
+  /** Records that the node (every slot of a Cluster member) holds its incarnation key. */
+  markInitialized(): void {
+    this.initialized = true;
+  }
+
+  /** A connection of its own for the waiters' subscriptions (a subscribed connection can run nothing else). */
+  duplicateSubscriber(options: Record<string, unknown>): Redis {
+    return this.client.duplicate(options);
+  }
 
   /** Runs a script; a NOSCRIPT (the node lost its script cache) fails the call and reloads the scripts. */
-  private runScript(
+  protected runScript(
     name: ScriptName,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
     return runScript(this.client, name, keys, args).catch((error: unknown) => {
-      if (isNoScriptError(error)) this.loadScripts();
+      if (isNoScriptError(error)) this.reloadScripts();
       throw error;
     });
   }
@@ -251,7 +309,7 @@ export class NodeConnection implements ProtocolNode {
   }
 
   /** A SEALED reply tells the node's current epoch: the next round carries it. */
-  private readonly learnEpoch = <R extends { readonly kind: string }>(reply: R): R => {
+  protected readonly learnEpoch = <R extends { readonly kind: string }>(reply: R): R => {
     if (reply.kind === 'sealed') this.sealEpoch = (reply as unknown as { epoch: string }).epoch;
     return reply;
   };
@@ -442,22 +500,25 @@ export class NodeConnection implements ProtocolNode {
     );
   }
 
-  private batcher<S extends BatchScriptName>(name: S, sharedKeys: readonly string[]): ScriptBatcher<S> {
+  protected batcher<S extends BatchScriptName>(name: S, sharedKeys: readonly string[]): ScriptBatcher<S> {
     return new ScriptBatcher(
       name,
       sharedKeys,
       (keys, args) => this.runScript(name, keys, args),
       `node ${this.index} ${name}`,
       (error) => this.reportError(this.index, name, error),
-      () => {
-        if (this.flushScheduled) return;
-        this.flushScheduled = true;
-        // After the I/O callbacks of this event-loop turn, not after the current one (process.nextTick): a
-        // server reads each request in a callback of its own, and the acquires of requests read in one turn
-        // then share a batch. The caller's clock started before it queued, so validity only errs short.
-        setImmediate(this.flush);
-      },
+      () => this.scheduleFlush(),
     );
+  }
+
+  /** Asks for a flush of the queued batches once the current event-loop turn's callbacks are done. */
+  protected scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // After the I/O callbacks of this event-loop turn, not after the current one (process.nextTick): a server reads
+    // each request in a callback of its own, and the acquires of requests read in one turn then share a batch. The
+    // caller's clock started before it queued, so validity only errs short.
+    setImmediate(this.flush);
   }
 
   /**
@@ -467,9 +528,13 @@ export class NodeConnection implements ProtocolNode {
    */
   private readonly flush = (): void => {
     this.flushScheduled = false;
+    this.flushBatches();
+  };
+
+  protected flushBatches(): void {
     this.releases.flush();
     this.acquires.flush();
-  };
+  }
 
   /** Runs a script and maps its reply (a malformed reply is a MalformedReplyError, reported like any failure). */
   script<S extends Exclude<ScriptName, BatchScriptName>>(

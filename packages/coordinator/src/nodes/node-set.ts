@@ -28,7 +28,8 @@ import { MAX_TIMER_MS, type CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
-import { NodeConnection, type NodeErrorSink } from './node-connection.js';
+import { NodeConnection, type NodeErrorSink, type ShardProbe } from './node-connection.js';
+import { ClusterConnection, isClusterClient, isClusterConfig } from './cluster-connection.js';
 import { foldIdleRegisters, foldIntervalMs } from './fold.js';
 import { initializeFreshCluster } from './fresh-cluster.js';
 import {
@@ -37,6 +38,7 @@ import {
   settingsRecord,
   type RecordedSettings,
 } from './cluster-settings.js';
+import { repairEmptySlots } from './slot-repair.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 import { NodeStateTracker, type NodeStateEvent } from './node-events.js';
 
@@ -56,7 +58,12 @@ export interface NodeStatus {
   latencyMs?: number;
   /** Present while this process repairs the node (or waits for another process's repair of it). */
   repair?: NodeRepairStatus;
+  /** A Redis Cluster member's shards (DESIGN §3c): up, slots voting, slots under repair. */
+  shards?: ShardStatus[];
 }
+
+/** One shard (master) of a Redis Cluster member in `nodeStatus()`. */
+export type ShardStatus = ShardProbe;
 
 /** What a running repair is doing (`NodeStatus.repair`). */
 export interface NodeRepairStatus extends RepairProgress {
@@ -107,7 +114,9 @@ export class NodeSet implements ProtocolContext {
     onStateChange: (event: NodeStateEvent) => void = () => undefined,
   ) {
     if (!Array.isArray(nodes) || nodes.length === 0) {
-      throw new InvalidRequestError('nodes must be a non-empty array of redis:// URLs or ioredis clients');
+      throw new InvalidRequestError(
+        'nodes must be a non-empty array of redis:// URLs, ioredis clients or Redis Cluster members ({ cluster: [urls] } or an ioredis Cluster)',
+      );
     }
     if (nodes.length > 99) throw new InvalidRequestError('nodes must hold at most 99 nodes');
     this.probeTimeoutMs = Math.max(1_000, settings.nodeTimeoutMs);
@@ -115,13 +124,16 @@ export class NodeSet implements ProtocolContext {
     try {
       const seen = new Map<string, number>();
       (nodes as Array<string | Redis>).forEach((node, index) => {
-        const connection = new NodeConnection(
-          index,
-          node,
-          settings.keyPrefix,
-          reportError,
-          this.probeTimeoutMs,
-        );
+        const connection =
+          isClusterConfig(node) || isClusterClient(node)
+            ? ClusterConnection.create(index, node, settings.keyPrefix, reportError, this.probeTimeoutMs)
+            : new NodeConnection(index, node, settings.keyPrefix, reportError, this.probeTimeoutMs);
+        if (connection instanceof ClusterConnection) {
+          connection.onSlotEmpty = () => {
+            if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
+            this.publishStates();
+          };
+        }
         connections.push(connection);
         const earlier = seen.get(connection.identity);
         if (earlier !== undefined) {
@@ -250,7 +262,8 @@ export class NodeSet implements ProtocolContext {
     replies.forEach((reply, index) => {
       if (reply.state !== 'ok') return;
       const node = this.nodes[index]!;
-      if (reply.value.kind === 'not-initialized' && node.initialized) {
+      // A Cluster member tells an empty slot itself (ClusterConnection.onSlotEmpty): the rest of it keeps voting.
+      if (reply.value.kind === 'not-initialized' && node.initialized && !node.isCluster) {
         node.initialized = false;
         this.reportError(
           index,
@@ -349,7 +362,7 @@ export class NodeSet implements ProtocolContext {
     const upgrade = settingsRecord({ ...configured, keyLayout: 'fenced' });
     const recorded = await Promise.all(
       this.nodes.map(async (node): Promise<RecordedSettings | undefined> => {
-        if (!node.initialized || node.lastProbe?.reachable !== true) return undefined;
+        if (!node.anyInitialized || node.lastProbe?.reachable !== true) return undefined;
         try {
           const reply = await node.settings(this.probeTimeoutMs, 'record', upgrade);
           return reply.kind === 'settings' ? parseRecorded(reply.settings) : undefined;
@@ -409,7 +422,9 @@ export class NodeSet implements ProtocolContext {
             (n) =>
               (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
                 n.lastProbe?.reachable === false ||
-                (n.owned && n.client.status !== 'ready')) &&
+                (n.owned && n.client.status !== 'ready') ||
+                // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
+                (n.isCluster && !n.initialized)) &&
               !this.repairs.has(n.index),
           );
       if (idle.length === 0) return;
@@ -433,7 +448,7 @@ export class NodeSet implements ProtocolContext {
       (n) => !n.initialized && n.lastProbe?.reachable === true && this.configAccepted(n),
     );
     if (uninitialized.length === 0) return;
-    if (this.nodes.some((n) => n.initialized)) {
+    if (this.nodes.some((n) => n.anyInitialized)) {
       // Some node holds its incarnation key, so the set has voted before: a node without one lost its state, and
       // a grant in flight may have counted what it lost. Never initialize it in place; repair it (nodes/repair.ts).
       for (const node of uninitialized) {
@@ -467,7 +482,7 @@ export class NodeSet implements ProtocolContext {
       initialize: (index) => uninitialized.includes(this.nodes[index]!),
     });
     if (outcome.kind === 'initialized') {
-      for (const index of outcome.initialized) this.nodes[index]!.initialized = true;
+      for (const index of outcome.initialized) this.nodes[index]!.markInitialized();
     } else {
       // Most often another coordinator is initializing the same fresh cluster at this moment: look again, so that
       // this process sees the nodes it initialized without waiting for the next re-check.
@@ -480,8 +495,12 @@ export class NodeSet implements ProtocolContext {
     node.repairProgress = { phase: 'claiming' };
     this.publishStates();
     try {
-      await repairNode(this.repairContext(), node);
-      node.initialized = true;
+      if (node instanceof ClusterConnection) {
+        await repairEmptySlots(this.repairContext(), this.nodes, node);
+      } else {
+        await repairNode(this.repairContext(), node);
+        node.initialized = true;
+      }
       this.repairProblems.delete(node.index);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -535,10 +554,14 @@ export class NodeSet implements ProtocolContext {
       }
     }
     if (node.repairStatus !== undefined) problems.push(node.repairStatus);
-    else if (!node.initialized && probe?.reachable) {
+    else if (node instanceof ClusterConnection && node.anyInitialized && !node.initialized) {
+      problems.push(
+        `${node.emptySlots().length} slots have no incarnation key (a shard restarted empty): they do not vote until repaired`,
+      );
+    } else if (!node.initialized && probe?.reachable) {
       problems.push(
         this.repairProblems.get(node.index) ??
-          (this.nodes.some((n) => n.initialized)
+          (this.nodes.some((n) => n.anyInitialized)
             ? 'restarted empty (no incarnation key): waiting for repair'
             : 'not initialized: a fresh cluster is initialized once every node is reachable and empty'),
       );
@@ -556,6 +579,7 @@ export class NodeSet implements ProtocolContext {
     if (node.repairStatus !== undefined) {
       status.repair = { ...(node.repairProgress ?? { phase: 'claiming' }), detail: node.repairStatus };
     }
+    if (node instanceof ClusterConnection) status.shards = node.currentShards();
     return status;
   }
 }

@@ -101,7 +101,7 @@ export class ReleaseNotifier {
       // promise has no handler: a connection that drops again before the reply (a node restarting) would raise
       // an unhandled rejection in the host process. A release published while reconnecting is covered by the
       // waiters' timed fallback.
-      subscriber = node.client.duplicate({
+      subscriber = node.duplicateSubscriber({
         enableAutoPipelining: false,
         enableOfflineQueue: true,
         autoResubscribe: false,

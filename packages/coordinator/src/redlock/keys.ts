@@ -114,9 +114,13 @@ export interface NodeStateKeys {
   readonly fold: string;
 }
 
-/** The node-state keys under `prefix` (one set per node today; per slot for a Cluster member, DESIGN §3c). */
-export function nodeStateKeys(prefix: string): NodeStateKeys {
-  const base = `${prefix}:node`;
+/**
+ * The node-state keys under `prefix`: one set per standalone node, or, with `slot`, the set of one slot of a Redis
+ * Cluster member (DESIGN §3c), `${prefix}:node:{<slotTag(slot)>}:…`, all stored in that slot, so that a script on a
+ * resource of that slot reads its node state in the same atomic call.
+ */
+export function nodeStateKeys(prefix: string, slot?: number): NodeStateKeys {
+  const base = slot === undefined ? `${prefix}:node` : `${prefix}:node:{${slotTag(slot)}}`;
   return Object.freeze({
     incarnation: `${base}:incarnation`,
     floor: `${base}:floor`,
@@ -174,6 +178,11 @@ export function tokenKeyPattern(prefix: string): string {
 /** SCAN pattern of every resource key (lease or token register) under the prefix; node keys excluded. */
 export function resourceKeyPattern(prefix: string): string {
   return `${globEscape(prefix)}:{*`;
+}
+
+/** SCAN pattern of every slot's floor of a Redis Cluster member (`${prefix}:node:{<tag>}:floor`). */
+export function slotFloorKeyPattern(prefix: string): string {
+  return `${globEscape(prefix)}:node:{*}:floor`;
 }
 
 function globEscape(text: string): string {

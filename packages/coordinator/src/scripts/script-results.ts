@@ -40,9 +40,11 @@ export type ScriptName =
   | 'inspect'
   | 'repair-marker'
   | 'repair-read'
+  | 'repair-read-slot'
   | 'repair-raise'
   | 'finish-repair'
   | 'fold'
+  | 'fold-slot'
   | 'fresh-init'
   | 'settings';
 
@@ -75,9 +77,16 @@ export const SCRIPT_CODES = {
     ScriptCode.INCARNATION_CHANGED,
     ScriptCode.CORRUPT,
   ],
+  'repair-read-slot': [
+    ScriptCode.OK,
+    ScriptCode.NOT_INITIALIZED,
+    ScriptCode.UNDER_REPAIR,
+    ScriptCode.CORRUPT,
+  ],
   'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
   'finish-repair': [ScriptCode.OK, ScriptCode.NO_REPAIR_MARKER],
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
+  'fold-slot': [ScriptCode.OK, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
   settings: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
@@ -160,9 +169,11 @@ export interface ScriptReplies {
   inspect: InspectReply;
   'repair-marker': RepairMarkerReply;
   'repair-read': RepairReadReply;
+  'repair-read-slot': RepairReadReply;
   'repair-raise': RepairRaiseReply;
   'finish-repair': FinishRepairReply;
   fold: FoldReply;
+  'fold-slot': FoldReply;
   'fresh-init': FreshInitReply;
   settings: SettingsReply;
 }
@@ -273,6 +284,25 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'corrupt' });
     }
   },
+  'repair-read-slot': (r) => {
+    switch (r.code(SCRIPT_CODES['repair-read-slot'])) {
+      case ScriptCode.OK: {
+        const incarnation = r.text(1);
+        const cursor = r.cursor(2);
+        const floor = r.register(3);
+        const settings = r.fieldMap(4);
+        const registers = r.registerPairs(5);
+        const leases = r.leaseTriples(6);
+        return r.done({ kind: 'read', incarnation, cursor, floor, settings, registers, leases });
+      }
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.UNDER_REPAIR:
+        return r.done({ kind: 'under-repair' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+    }
+  },
   'repair-raise': (r) => {
     switch (r.code(SCRIPT_CODES['repair-raise'])) {
       case ScriptCode.OK:
@@ -289,6 +319,16 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'folded', cursor: r.cursor(1), folded: r.integer(2) });
       case ScriptCode.BUSY:
         return r.done({ kind: 'busy' });
+      case ScriptCode.NOT_INITIALIZED:
+        return r.done({ kind: 'not-initialized' });
+      case ScriptCode.CORRUPT:
+        return r.done({ kind: 'corrupt' });
+    }
+  },
+  'fold-slot': (r) => {
+    switch (r.code(SCRIPT_CODES['fold-slot'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'folded', cursor: r.cursor(1), folded: r.integer(2) });
       case ScriptCode.NOT_INITIALIZED:
         return r.done({ kind: 'not-initialized' });
       case ScriptCode.CORRUPT:

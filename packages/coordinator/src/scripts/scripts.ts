@@ -19,9 +19,11 @@ export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' }
   inspect: 3,
   'repair-marker': 2,
   'repair-read': 5,
+  'repair-read-slot': 5,
   'repair-raise': 'batch',
   'finish-repair': 4,
   fold: 3,
+  'fold-slot': 'batch',
   'fresh-init': 3,
   settings: 2,
 };

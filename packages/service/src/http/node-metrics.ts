@@ -28,6 +28,10 @@ export const NODE_METRIC_NAMES = Object.freeze([
   'fenced_node_repair_registers_total',
   'fenced_voting_nodes',
   'fenced_quorum',
+  'fenced_node_shard_up',
+  'fenced_node_shard_slots',
+  'fenced_node_shard_slots_voting',
+  'fenced_node_shard_slots_under_repair',
 ] as const);
 
 type NodeLabels = 'node' | 'address';
@@ -44,7 +48,10 @@ type NodeLabels = 'node' | 'address';
  * - `fenced_node_probe_latency_seconds{node,address}` the last probe's PING round trip (absent when unreachable);
  * - `fenced_node_repairing{node,address}` 1 while this process repairs the node (or waits for another's repair);
  * - `fenced_node_repair_registers_copied` / `_total{node,address}` the running repair's copy step;
- * - `fenced_voting_nodes` and `fenced_quorum`: the service is ready while the first is at least the second.
+ * - `fenced_voting_nodes` and `fenced_quorum`: the service is ready while the first is at least the second;
+ * - for a Redis Cluster member (DESIGN §3c), per shard (`shard` = the master's host:port):
+ *   `fenced_node_shard_up`, `fenced_node_shard_slots` (slots it serves), `fenced_node_shard_slots_voting` (of those,
+ *   slots holding their incarnation key) and `fenced_node_shard_slots_under_repair` (being repaired here).
  */
 export function registerNodeMetrics(
   registry: Registry,
@@ -119,6 +126,50 @@ export function registerNodeMetrics(
     'fenced_node_repair_registers_total',
     'Token registers the running repair copies to the node (0 until its copy step knows).',
     (s) => (s.repair === undefined ? undefined : (s.repair.registersTotal ?? 0)),
+  );
+  const perShard = (
+    name: (typeof NODE_METRIC_NAMES)[number],
+    help: string,
+    value: (shard: NonNullable<NodeStatusView['shards']>[number]) => number,
+  ): void => {
+    new Gauge<NodeLabels | 'shard'>({
+      name,
+      help,
+      labelNames: ['node', 'address', 'shard'],
+      registers,
+      async collect() {
+        const statuses = await view();
+        this.reset();
+        for (const status of statuses ?? []) {
+          for (const shard of status.shards ?? []) {
+            this.set(
+              { node: String(status.node), address: status.address, shard: shard.address },
+              value(shard),
+            );
+          }
+        }
+      },
+    });
+  };
+  perShard(
+    'fenced_node_shard_up',
+    'Whether the last probe reached this shard of a Redis Cluster member.',
+    (s) => flag(s.up),
+  );
+  perShard(
+    'fenced_node_shard_slots',
+    'Hash slots this shard of a Redis Cluster member serves.',
+    (s) => s.slots,
+  );
+  perShard(
+    'fenced_node_shard_slots_voting',
+    "Of this shard's slots, those holding their incarnation key (they vote); the others restarted empty.",
+    (s) => s.votingSlots,
+  );
+  perShard(
+    'fenced_node_shard_slots_under_repair',
+    "Of this shard's slots, those this process is repairing after the shard restarted empty.",
+    (s) => s.slotsUnderRepair,
   );
   new Gauge({
     name: 'fenced_voting_nodes',

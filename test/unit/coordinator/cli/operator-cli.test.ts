@@ -144,7 +144,15 @@ describe("the commands' configuration", () => {
       '--max-ttl-ms must be an integer from 1 to 86400000, got "ten"',
     );
     expect(() => loadCliConfig('status', {}, { FENCED_REDIS_URLS: 'http://user:secret@h' })).toThrow(
-      /FENCED_REDIS_URLS entry 0 is not a redis:\/\/ or rediss:\/\/ URL with a host$/,
+      /FENCED_REDIS_URLS entry 0 is not a redis:\/\/ or rediss:\/\/ URL with a host, or cluster:<url>\+<url>\+\.\.\. \(seed URLs of a Redis Cluster member\)$/,
+    );
+    expect(() =>
+      loadCliConfig('status', {}, { FENCED_REDIS_URLS: 'cluster:redis://h:7000+http://user:secret@h' }),
+    ).toThrow(
+      'FENCED_REDIS_URLS entry 0 is a cluster member whose seed 1 is not a redis:// or rediss:// URL with a host (seeds are joined by +)',
+    );
+    expect(() => loadCliConfig('status', {}, { FENCED_REDIS_URLS: 'cluster:' })).toThrow(
+      'FENCED_REDIS_URLS entry 0 is cluster: with no seed URL (cluster:redis://host:port+...)',
     );
     expect(() => loadCliConfig('status', {}, { ...env, FENCED_KEY_PREFIX: 'a b' })).toThrow(UsageError);
   });
@@ -155,6 +163,23 @@ describe("the commands' configuration", () => {
     expect(nodeIndexOf('127.0.0.1:7002', config)).toBe(1);
     expect(nodeIndexOf('example.net:6379', config)).toBe(3);
     expect(() => nodeIndexOf('4', config)).toThrow('<node> index must be from 0 to 3 (4 nodes), got 4');
+  });
+
+  it('reads a Redis Cluster member as cluster:<url>+<url>', () => {
+    const config = loadCliConfig(
+      'status',
+      {},
+      {
+        FENCED_REDIS_URLS: 'redis://a:1,cluster:redis://c:7000+redis://d:7001,redis://b:2',
+      },
+    );
+    expect(config.redisUrls).toEqual(['redis://a:1', 'cluster:redis://c:7000+redis://d:7001', 'redis://b:2']);
+    expect(coordinatorOptionsOf(config).nodes).toEqual([
+      'redis://a:1',
+      { cluster: ['redis://c:7000', 'redis://d:7001'] },
+      'redis://b:2',
+    ]);
+    expect(nodeIndexOf('cluster(c:7000,d:7001)', config)).toBe(1);
   });
 });
 

@@ -1,0 +1,954 @@
+/**
+ * A quorum member that is a whole Redis Cluster (DESIGN §3c): the same calls as a standalone node, with every
+ * script's keys in one slot and the node state a vote depends on kept per slot, in that slot.
+ *
+ * Safety argument:
+ * - **Atomicity stays per script.** A resource's keys share its hash tag, so they live in one slot s; the node state
+ *   each script reads (incarnation, floor, seal epoch, settings, repair and init markers) is built by
+ *   `nodeStateKeys(prefix, s)` to live in that same slot (redlock/slots.ts). Redis Cluster runs a script on the one
+ *   shard serving s, atomically, exactly as a standalone node runs it: the incarnation check, the floor read, the
+ *   seal check and the promise are one call. So everything DESIGN §3 argues for one node holds for each (member,
+ *   slot) pair, and the quorum arithmetic is over members: for a resource in slot s, member i's vote is the vote of
+ *   (i, s), and two majorities of members still meet in a member, hence in the pair (that member, s).
+ * - **Batching never crosses a slot.** Acquires and releases are batched per slot (one ScriptBatcher per slot),
+ *   so a batch's keys, shared node-state keys included, are all in one slot.
+ * - **Amnesia is per slot.** A shard restarted without its data has lost the incarnation keys of its own slots,
+ *   so every script on those slots refuses (NOT_INITIALIZED), whatever this process believes; the other slots
+ *   still hold their keys and keep voting. An empty slot is never initialized in place once any slot of any member
+ *   was initialized: it is repaired (nodes/slot-repair.ts) from the same slot of the other members.
+ * - **Fresh initialization covers every slot**, through the same mark, check, initialize steps of
+ *   nodes/fresh-cluster.ts with each (member, slot) in the role of a node: every slot is marked, then every slot of
+ *   every member checked, then each slot initialized only while it still holds its own mark.
+ * - **Seal epochs are cached per slot.** A round carries, for each member, the epoch this process last saw for the
+ *   resource's slot; a repair's seal of that slot changes it, and the scripts refuse the old one.
+ * - **No failover inside a member.** The start-up check reads every master (appendonly yes, appendfsync always,
+ *   noeviction, role master) and every replica's `cluster-replica-no-failover` (it must be `yes`): a replica
+ *   promoted after asynchronous replication can miss acknowledged promises while holding its incarnation keys.
+ * - **Resharding.** A script that meets ASK or MOVED is sent again where the slot now lives (ioredis Cluster). A
+ *   script never runs on a half-migrated slot: while a slot migrates, Redis answers a script whose keys are not all
+ *   on the node with ASK or TRYAGAIN, without running it. A slot's node-state keys move with it (they are keys of
+ *   that slot); a slot that arrives without them refuses and is repaired.
+ *
+ * Tests that fail when this breaks: test/integration/coordinator/nodes/cluster-member.test.ts,
+ * test/fault/cluster-amnesia.test.ts (F25 and its negative control).
+ */
+import ioredis, { type Cluster, type Redis } from 'ioredis';
+import { InvalidRequestError } from '@fenced/shared';
+import {
+  interpretReply,
+  type AcquireReply,
+  type ExtendReply,
+  type FoldReply,
+  type FreshInitReply,
+  type InspectReply,
+  type PromiseReply,
+  type ReleaseReply,
+  type RepairReadReply,
+  type ScriptName,
+  type SettingsReply,
+} from '../scripts/script-results.js';
+import { loadScripts } from '../scripts/scripts.js';
+import { ScriptBatcher } from '../scripts/script-batcher.js';
+import {
+  nodeStateKeys,
+  resourceKeyPattern,
+  slotFloorKeyPattern,
+  tokenKeyPattern,
+  type NodeStateKeys,
+} from '../redlock/keys.js';
+import { keySlot, SLOT_COUNT } from '../redlock/slots.js';
+import {
+  NodeConnection,
+  ownedClientOptions,
+  withTimeout,
+  type NodeErrorSink,
+  type NodeProbe,
+  type ShardProbe,
+} from './node-connection.js';
+import {
+  configProblems,
+  parseConfigReply,
+  parseRole,
+  REQUIRED_SETTINGS,
+  type CheckedSetting,
+} from './node-check.js';
+import { describeValue } from './client-shape.js';
+
+const IORedis = ioredis.default;
+
+export type { ClusterMemberConfig } from '../options.js';
+
+/** Whether `node` is the configuration form `{ cluster: [...] }`. */
+export function isClusterConfig(node: unknown): node is { cluster: unknown } {
+  return typeof node === 'object' && node !== null && 'cluster' in node && !('sendCommand' in node);
+}
+
+/** Whether `node` is an ioredis Cluster client (of any copy of ioredis 4.28+ or 5). */
+export function isClusterClient(node: unknown): boolean {
+  return typeof node === 'object' && node !== null && (node as { isCluster?: unknown }).isCluster === true;
+}
+
+/** What `replica-no-failover` must be on every replica of a Cluster member. */
+const REPLICA_NO_FAILOVER = 'cluster-replica-no-failover';
+
+/** Options of the Cluster clients the coordinator creates from seed URLs. */
+function ownedClusterOptions(connectTimeoutMs: number, seed: URL) {
+  const perNode = ownedClientOptions(connectTimeoutMs);
+  return {
+    enableAutoPipelining: false,
+    enableOfflineQueue: false,
+    // Never send a script again after its connection closed: it may have run (DESIGN §3, "never resend").
+    retryDelayOnFailover: 0,
+    // MOVED, ASK, TRYAGAIN and CLUSTERDOWN replies mean the script did not run: following them is safe.
+    retryDelayOnTryAgain: 50,
+    retryDelayOnClusterDown: 100,
+    maxRedirections: 16,
+    slotsRefreshTimeout: connectTimeoutMs,
+    clusterRetryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
+    lazyConnect: false,
+    redisOptions: {
+      connectTimeout: perNode.connectTimeout,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      ...(seed.username === '' ? {} : { username: decodeURIComponent(seed.username) }),
+      ...(seed.password === '' ? {} : { password: decodeURIComponent(seed.password) }),
+      ...(seed.protocol === 'rediss:' ? { tls: {} } : {}),
+    },
+  };
+}
+
+function parseSeeds(index: number, config: { cluster: unknown }): URL[] {
+  const seeds = config.cluster;
+  const allowed =
+    'a non-empty array of redis:// or rediss:// URLs of the cluster\'s masters, e.g. { cluster: ["redis://10.0.0.1:7000"] }';
+  if (!Array.isArray(seeds) || seeds.length === 0) {
+    throw new InvalidRequestError(`nodes[${index}].cluster must be ${allowed}; got ${describeValue(seeds)}`);
+  }
+  return seeds.map((seed: unknown, i) => {
+    let url: URL | undefined;
+    try {
+      url = typeof seed === 'string' ? new URL(seed) : undefined;
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'redis:' && url.protocol !== 'rediss:')) {
+      throw new InvalidRequestError(
+        `nodes[${index}].cluster[${i}] must be a redis:// or rediss:// URL; got ${typeof seed === 'string' ? `'${seed}'` : describeValue(seed)} (${typeof seed})`,
+      );
+    }
+    if (url.pathname.length > 1 && url.pathname !== '/0') {
+      throw new InvalidRequestError(
+        `nodes[${index}].cluster[${i}] names database ${url.pathname.slice(1)}; a Redis Cluster has only database 0`,
+      );
+    }
+    return url;
+  });
+}
+
+/** A range of CLUSTER SLOTS: `[start, end]` served by `master`, replicated to `replicas` (host:port each). */
+interface SlotRange {
+  readonly start: number;
+  readonly end: number;
+  readonly master: string;
+  readonly replicas: readonly string[];
+}
+
+function parseClusterSlots(reply: unknown): SlotRange[] {
+  if (!Array.isArray(reply)) return [];
+  const address = (entry: unknown): string | undefined =>
+    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number'
+      ? `${entry[0]}:${entry[1]}`
+      : undefined;
+  const ranges: SlotRange[] = [];
+  for (const item of reply as unknown[]) {
+    if (!Array.isArray(item) || typeof item[0] !== 'number' || typeof item[1] !== 'number') continue;
+    const master = address(item[2]);
+    if (master === undefined) continue;
+    const replicas = (item.slice(3) as unknown[]).map(address).filter((a): a is string => a !== undefined);
+    ranges.push({ start: item[0], end: item[1], master, replicas });
+  }
+  return ranges;
+}
+
+/**
+ * A Redis Cluster as one quorum member. Calls on a resource go to the shard serving its slot; node state is per
+ * slot (see the argument at the top of this file).
+ */
+export class ClusterConnection extends NodeConnection {
+  /** Per slot: 1 when the slot was last seen holding its incarnation key (it votes), 0 otherwise. */
+  private readonly slotInitialized = new Uint8Array(SLOT_COUNT);
+  private initializedSlotCount = 0;
+  /** Per slot: the seal epoch this process last saw for (this member, slot). */
+  private readonly sealEpochs: string[] = new Array<string>(SLOT_COUNT).fill('');
+  private readonly slotKeys: (NodeStateKeys | undefined)[] = new Array<NodeStateKeys | undefined>(SLOT_COUNT);
+  private readonly acquireBatchers = new Map<number, ScriptBatcher<'acquire'>>();
+  private readonly releaseBatchers = new Map<number, ScriptBatcher<'release'>>();
+  private readonly pendingSlots = new Set<number>();
+  /** Slots this process is repairing now. */
+  readonly slotsUnderRepair = new Set<number>();
+  /** Told when a script reveals an empty slot (NodeSet starts its repair). */
+  onSlotEmpty: (slot: number) => void = () => undefined;
+  /** The slot layout the last probe read. */
+  private layout: SlotRange[] = [];
+
+  static create(
+    index: number,
+    node: unknown,
+    prefix: string,
+    reportError: NodeErrorSink,
+    connectTimeoutMs: number,
+  ): ClusterConnection {
+    if (isClusterConfig(node)) {
+      const seeds = parseSeeds(index, node);
+      const client = new IORedis.Cluster(
+        seeds.map((url) => ({ host: url.hostname, port: url.port === '' ? 6379 : Number(url.port) })),
+        ownedClusterOptions(connectTimeoutMs, seeds[0]!),
+      );
+      const addresses = seeds.map((url) => `${url.hostname}:${url.port === '' ? 6379 : Number(url.port)}`);
+      return new ClusterConnection(index, prefix, reportError, connectTimeoutMs, client, addresses, true);
+    }
+    const candidate = node as Record<string, unknown>;
+    const missing = [
+      'sendCommand',
+      'nodes',
+      'on',
+      'off',
+      'once',
+      'connect',
+      'quit',
+      'disconnect',
+      'duplicate',
+    ].filter((name) => typeof candidate[name] !== 'function');
+    if (missing.length > 0 || typeof candidate['status'] !== 'string') {
+      throw new InvalidRequestError(
+        `nodes[${index}] looks like an ioredis Cluster but lacks ${missing.join(', ') || 'status'}: ioredis Cluster clients of versions ^4.28.0 || ^5.0.0 are supported, got ${describeValue(node)}`,
+      );
+    }
+    const cluster = node as Cluster;
+    if (cluster.options.keyPrefix || cluster.options.redisOptions?.keyPrefix) {
+      throw new InvalidRequestError(
+        `nodes[${index}] must not use ioredis' keyPrefix; use the keyPrefix option`,
+      );
+    }
+    const startup = (cluster as unknown as { startupNodes?: unknown[] }).startupNodes ?? [];
+    const addresses = startup.map((n) =>
+      typeof n === 'object' && n !== null
+        ? `${(n as { host?: string }).host ?? 'localhost'}:${(n as { port?: number }).port ?? 6379}`
+        : String(n),
+    );
+    return new ClusterConnection(index, prefix, reportError, connectTimeoutMs, cluster, addresses, false);
+  }
+
+  private constructor(
+    index: number,
+    prefix: string,
+    reportError: NodeErrorSink,
+    connectTimeoutMs: number,
+    readonly cluster: Cluster,
+    seeds: readonly string[],
+    owned: boolean,
+  ) {
+    const address = `cluster(${seeds.join(',')})`;
+    super(
+      index,
+      {
+        prepared: true,
+        client: cluster as unknown as Redis,
+        address,
+        identity: `cluster:${[...seeds]
+          .map((s) => s.toLowerCase())
+          .sort()
+          .join(',')}`,
+        owned,
+      },
+      prefix,
+      reportError,
+      connectTimeoutMs,
+    );
+    // Every master connection (and reconnection) caches the scripts before its calls (no EVAL fallback).
+    cluster.on('+node', (redis: Redis) => {
+      redis.on('ready', () => {
+        loadScripts(redis).catch((error: unknown) => this.reportError(this.index, 'load-scripts', error));
+      });
+    });
+  }
+
+  override get isCluster(): boolean {
+    return true;
+  }
+
+  override get anyInitialized(): boolean {
+    return this.initializedSlotCount > 0;
+  }
+
+  override markInitialized(): void {
+    this.slotInitialized.fill(1);
+    this.initializedSlotCount = SLOT_COUNT;
+    this.initialized = true;
+  }
+
+  /** Whether slot `slot` was last seen holding its incarnation key. */
+  slotVotes(slot: number): boolean {
+    return this.slotInitialized[slot] === 1;
+  }
+
+  /** Slots last seen without their incarnation key. */
+  emptySlots(): number[] {
+    const slots: number[] = [];
+    for (let slot = 0; slot < SLOT_COUNT; slot++) if (this.slotInitialized[slot] === 0) slots.push(slot);
+    return slots;
+  }
+
+  /** Records a slot as repaired (it holds its incarnation key again) and the epoch its repair left. */
+  slotRepaired(slot: number, sealEpoch: string): void {
+    this.setSlot(slot, true);
+    this.sealEpochs[slot] = sealEpoch;
+  }
+
+  /** A slot found holding its incarnation key again (repaired by another process). */
+  slotFound(slot: number): void {
+    this.setSlot(slot, true);
+  }
+
+  /**
+   * Each shard as the last probe saw it (up, problems), with its slot counts as they are now: slots voting and
+   * slots under repair change with every vote and repair between probes.
+   */
+  currentShards(): ShardProbe[] {
+    const probed = this.lastProbe?.shards ?? [];
+    const byMaster = new Map<string, SlotRange[]>();
+    for (const range of this.layout)
+      byMaster.set(range.master, [...(byMaster.get(range.master) ?? []), range]);
+    return probed.map((shard) => {
+      const ranges = byMaster.get(shard.address) ?? [];
+      let voting = 0;
+      let repairing = 0;
+      for (const { start, end } of ranges) {
+        for (let slot = start; slot <= end; slot++) {
+          if (this.slotInitialized[slot] === 1) voting++;
+          if (this.slotsUnderRepair.has(slot)) repairing++;
+        }
+      }
+      return { ...shard, votingSlots: voting, slotsUnderRepair: repairing };
+    });
+  }
+
+  /** Whether the last layout read has a master serving `slot`. */
+  servesSlot(slot: number): boolean {
+    return this.layout.some((range) => slot >= range.start && slot <= range.end);
+  }
+
+  /** The key prefix this member's keys live under. */
+  get keyPrefix(): string {
+    return this.prefix;
+  }
+
+  /** The start of every resource key (`<prefix>:{`): what a slot's read keeps. */
+  resourceKeyStart(): string {
+    return `${this.prefix}:{`;
+  }
+
+  /** The epoch a repair's seal left on a slot of this member (this process's own later rounds carry it). */
+  slotSealed(slot: number, sealEpoch: string): void {
+    this.sealEpochs[slot] = sealEpoch;
+  }
+
+  private setSlot(slot: number, initialized: boolean): void {
+    const was = this.slotInitialized[slot] === 1;
+    if (was === initialized) return;
+    this.slotInitialized[slot] = initialized ? 1 : 0;
+    this.initializedSlotCount += initialized ? 1 : -1;
+    this.initialized = this.initializedSlotCount === SLOT_COUNT;
+  }
+
+  override isVoting(allowUnsafe: boolean): boolean {
+    const probe = this.lastProbe;
+    if (probe === undefined || (probe.configProblems.length > 0 && !allowUnsafe)) return false;
+    // Each slot's scripts refuse on their own while it is empty or under repair; the rest of the member votes.
+    return this.anyInitialized;
+  }
+
+  override duplicateSubscriber(options: Record<string, unknown>): Redis {
+    // PUBLISH reaches every node of a cluster, so one subscribed connection hears every release.
+    return this.cluster.duplicate(undefined, {
+      enableOfflineQueue: true,
+      enableAutoPipelining: false,
+      lazyConnect: false,
+      redisOptions: { ...this.cluster.options.redisOptions, autoResubscribe: options['autoResubscribe'] },
+    }) as unknown as Redis;
+  }
+
+  protected override reloadScripts(): void {
+    const cluster = this.client as unknown as Cluster;
+    for (const master of cluster.nodes('master')) {
+      loadScripts(master).catch((error: unknown) => this.reportError(this.index, 'load-scripts', error));
+    }
+  }
+
+  /** The node-state keys of one slot (built once per slot). */
+  stateKeysOf(slot: number): NodeStateKeys {
+    let keys = this.slotKeys[slot];
+    if (keys === undefined) {
+      keys = nodeStateKeys(this.prefix, slot);
+      this.slotKeys[slot] = keys;
+    }
+    return keys;
+  }
+
+  /** A reply that reveals an empty slot stops it voting here and asks for its repair. */
+  private learn<R extends { readonly kind: string }>(slot: number, reply: R): R {
+    if (reply.kind === 'sealed') this.sealEpochs[slot] = (reply as unknown as { epoch: string }).epoch;
+    else if (reply.kind === 'not-initialized' && this.slotInitialized[slot] === 1) {
+      this.setSlot(slot, false);
+      this.reportError(
+        this.index,
+        'vote',
+        new Error(
+          `slot ${slot} of ${this.address} has no incarnation key: its shard restarted empty; the slot must be repaired before it votes`,
+        ),
+      );
+      this.onSlotEmpty(slot);
+    }
+    return reply;
+  }
+
+  private slotBatcher<S extends 'acquire' | 'release'>(
+    name: S,
+    slot: number,
+    map: Map<number, ScriptBatcher<S>>,
+  ): ScriptBatcher<S> {
+    let batcher = map.get(slot);
+    if (batcher === undefined) {
+      const k = this.stateKeysOf(slot);
+      batcher = new ScriptBatcher(
+        name,
+        name === 'acquire' ? [k.incarnation, k.floor, k.seal, k.settings] : [],
+        (keys, args) => this.runScript(name, keys, args),
+        `node ${this.index} ${name}`,
+        (error) => this.reportError(this.index, name, error),
+        () => {
+          this.pendingSlots.add(slot);
+          this.scheduleFlush();
+        },
+      );
+      map.set(slot, batcher);
+    }
+    return batcher;
+  }
+
+  protected override flushBatches(): void {
+    const slots = [...this.pendingSlots];
+    this.pendingSlots.clear();
+    for (const slot of slots) this.releaseBatchers.get(slot)?.flush();
+    for (const slot of slots) this.acquireBatchers.get(slot)?.flush();
+  }
+
+  override acquire(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly record: string; readonly token: string },
+    leaseId: string,
+    ttlMs: number,
+    proposal: bigint,
+  ): Promise<AcquireReply> {
+    const slot = keySlot(keys.record);
+    return this.slotBatcher('acquire', slot, this.acquireBatchers)
+      .call(
+        timeoutMs,
+        [keys.lease, keys.record, keys.token],
+        [leaseId, ttlMs, proposal.toString(), this.sealEpochs[slot]!],
+      )
+      .then((reply) => this.learn(slot, reply));
+  }
+
+  override release(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly record: string; readonly channel: string },
+    leaseId: string,
+  ): Promise<ReleaseReply> {
+    const slot = keySlot(keys.record);
+    // Never overtake an acquire of the same slot queued before it (see NodeConnection.release).
+    const acquires = this.acquireBatchers.get(slot);
+    if (acquires?.pending === true) acquires.flush();
+    return this.slotBatcher('release', slot, this.releaseBatchers).call(
+      timeoutMs,
+      [keys.lease, keys.record],
+      [leaseId, keys.channel],
+    );
+  }
+
+  override promise(
+    timeoutMs: number,
+    keys: { readonly record: string; readonly token: string },
+    leaseId: string,
+    proposal: bigint,
+  ): Promise<PromiseReply> {
+    const slot = keySlot(keys.record);
+    const k = this.stateKeysOf(slot);
+    return this.script(
+      'promise',
+      timeoutMs,
+      [k.incarnation, k.floor, k.seal, keys.record, keys.token],
+      [leaseId, proposal.toString(), this.sealEpochs[slot]!],
+    ).then((reply) => this.learn(slot, reply));
+  }
+
+  override extend(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly record: string },
+    leaseId: string,
+    ttlMs: number,
+  ): Promise<ExtendReply> {
+    const slot = keySlot(keys.record);
+    const k = this.stateKeysOf(slot);
+    return this.script(
+      'extend',
+      timeoutMs,
+      [k.incarnation, k.settings, keys.lease, keys.record],
+      [leaseId, ttlMs],
+    ).then((reply) => this.learn(slot, reply));
+  }
+
+  override inspect(
+    timeoutMs: number,
+    keys: { readonly lease: string; readonly record: string },
+  ): Promise<InspectReply> {
+    const slot = keySlot(keys.record);
+    return this.script(
+      'inspect',
+      timeoutMs,
+      [this.stateKeysOf(slot).incarnation, keys.lease, keys.record],
+      [],
+    ).then((reply) => this.learn(slot, reply));
+  }
+
+  /**
+   * Runs one script on each of `slots` (every slot by default), under one timeout, reported once when it fails:
+   * the per-slot calls of fresh initialization, settings and repair bookkeeping.
+   */
+  async eachSlot<R>(
+    operation: string,
+    timeoutMs: number,
+    name: ScriptName,
+    keysOf: (k: NodeStateKeys, slot: number) => readonly string[],
+    argsOf: (slot: number) => readonly (string | number)[],
+    interpret: (raw: unknown) => R,
+    slots?: readonly number[],
+  ): Promise<R[]> {
+    const targets = slots ?? Array.from({ length: SLOT_COUNT }, (_, slot) => slot);
+    const one = async (slot: number): Promise<R> =>
+      interpret(await this.runScript(name, keysOf(this.stateKeysOf(slot), slot), argsOf(slot)));
+    // Thousands of calls queue behind each other on a shard: bounded as a bulk operation, not as one vote.
+    const bound = targets.length > 64 ? Math.max(timeoutMs, 10_000) : timeoutMs;
+    return this.call(operation, bound, () => Promise.all(targets.map(one)));
+  }
+
+  override async settings(
+    timeoutMs: number,
+    operation: 'get' | 'record' | 'set',
+    fields: Readonly<Record<string, string>> = {},
+  ): Promise<SettingsReply> {
+    const args = [operation, ...Object.entries(fields).flat()];
+    const replies = await this.eachSlot(
+      'settings',
+      timeoutMs,
+      'settings',
+      (k) => [k.incarnation, k.settings],
+      () => args,
+      (raw) => interpretReply('settings', raw),
+      this.initializedSlots(),
+    );
+    return replies.find((r) => r.kind === 'settings') ?? { kind: 'not-initialized' };
+  }
+
+  private initializedSlots(): number[] {
+    const slots: number[] = [];
+    for (let slot = 0; slot < SLOT_COUNT; slot++) if (this.slotInitialized[slot] === 1) slots.push(slot);
+    return slots;
+  }
+
+  /**
+   * One step of a fresh initialization on every slot (nodes/fresh-cluster.ts, each slot in the role of a node):
+   * `ok` only when every slot answered ok; `initialized` when any slot holds its incarnation key ('mark', 'check')
+   * or when every slot does or was initialized now ('init').
+   */
+  override async freshInit(
+    timeoutMs: number,
+    step: 'mark' | 'check' | 'init',
+    nonce: string,
+    argument: string | number,
+    settings: Readonly<Record<string, string>> = {},
+  ): Promise<FreshInitReply> {
+    const args = [step, nonce, argument, ...(step === 'init' ? Object.entries(settings).flat() : [])];
+    const replies = await this.eachSlot(
+      'fresh-init',
+      Math.max(timeoutMs, 10_000),
+      'fresh-init',
+      (k) => [k.incarnation, k.fresh, k.settings],
+      () => args,
+      (raw) => interpretReply('fresh-init', raw),
+    );
+    if (step === 'init') {
+      replies.forEach((r, slot) => {
+        if (r.kind !== 'init-mark-lost') this.setSlot(slot, true);
+      });
+      return replies.some((r) => r.kind === 'init-mark-lost') ? { kind: 'init-mark-lost' } : { kind: 'ok' };
+    }
+    if (replies.some((r) => r.kind === 'initialized')) return { kind: 'initialized' };
+    if (replies.some((r) => r.kind === 'init-mark-lost')) return { kind: 'init-mark-lost' };
+    return { kind: 'ok' };
+  }
+
+  /** Whether any master holds a resource key or a slot's floor (SCAN on every master). */
+  override async hasResourceKeys(timeoutMs: number): Promise<boolean> {
+    const masters = await this.masters(timeoutMs);
+    for (const { client } of masters) {
+      if (client === undefined) throw new Error('a master of the cluster is not connected');
+      for (const pattern of [resourceKeyPattern(this.prefix), slotFloorKeyPattern(this.prefix)]) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await this.call('check', timeoutMs, () =>
+            client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000),
+          );
+          if (keys.length > 0) return true;
+          cursor = next;
+        } while (cursor !== '0');
+      }
+    }
+    return false;
+  }
+
+  /**
+   * This member read as one repair source for a standalone node's repair (nodes/repair.ts): every slot sealed with
+   * `seal` and read in full, each atomically (repair-read-slot.lua), in one reply with cursor '0'. A slot that
+   * cannot be a source (empty, under repair) makes the whole member no source. The floor is the highest slot floor:
+   * raising a node higher than needed is safe.
+   */
+  override async repairRead(
+    timeoutMs: number,
+    cursor: string,
+    count: number,
+    incarnation: string,
+    seal: string,
+  ): Promise<RepairReadReply> {
+    void count;
+    void incarnation;
+    if (cursor !== '0' || seal === '') {
+      throw new Error('a Redis Cluster member is read as a repair source in one call, sealed');
+    }
+    const replies = await this.eachSlot(
+      'repair-read',
+      Math.max(10_000, timeoutMs * 10),
+      'repair-read-slot',
+      (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
+      (slot) => [slot, this.resourceKeyStart(), seal],
+      (raw) => interpretReply('repair-read-slot', raw),
+    );
+    const refused = replies.find((r) => r.kind !== 'read');
+    if (refused !== undefined) return refused;
+    let floor = 0n;
+    let settings: Readonly<Record<string, string>> = {};
+    const registers: (readonly [string, bigint])[] = [];
+    const leases: (readonly [string, string, number])[] = [];
+    replies.forEach((reply, slot) => {
+      if (reply.kind !== 'read') return;
+      this.sealEpochs[slot] = seal;
+      if (reply.floor > floor) floor = reply.floor;
+      if (Object.keys(settings).length === 0) settings = reply.settings;
+      registers.push(...reply.registers);
+      leases.push(...reply.leases);
+    });
+    return { kind: 'read', incarnation: 'cluster', cursor: '0', floor, settings, registers, leases };
+  }
+
+  /**
+   * One whole fold pass over this member (DESIGN §3c, "folding per shard"): SCAN each master for token registers,
+   * group them by slot, and fold each slot's idle ones into that slot's floor (fold-slot.lua, whose argument is
+   * fold.lua's, per slot). One process per member and interval does it: the fold lock of slot 0 stands for the
+   * member. Returns cursor '0' (the pass is done) or `busy`.
+   */
+  override async fold(
+    timeoutMs: number,
+    cursor: string,
+    count: number,
+    minIdleSeconds: number,
+    passIntervalMs: number,
+  ): Promise<FoldReply> {
+    if (cursor !== '0') return { kind: 'folded', cursor: '0', folded: 0 };
+    const lock = await this.call('fold', timeoutMs, () =>
+      this.cluster.set(this.stateKeysOf(0).fold, '1', 'PX', passIntervalMs, 'NX'),
+    );
+    if (lock !== 'OK') return { kind: 'busy' };
+    let folded = 0;
+    for (const { client } of await this.masters(timeoutMs)) {
+      if (client === undefined) continue;
+      let next = '0';
+      do {
+        const [after, keys] = await this.call('fold', timeoutMs, () =>
+          client.scan(next, 'MATCH', tokenKeyPattern(this.prefix), 'COUNT', count),
+        );
+        next = after;
+        const bySlot = new Map<number, string[]>();
+        for (const key of keys) {
+          const slot = keySlot(key);
+          if (this.slotInitialized[slot] !== 1) continue;
+          bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
+        }
+        const replies = await Promise.all(
+          [...bySlot].map(([slot, registers]) => {
+            const k = this.stateKeysOf(slot);
+            return this.script(
+              'fold-slot',
+              timeoutMs,
+              [k.incarnation, k.floor, ...registers],
+              [minIdleSeconds],
+            );
+          }),
+        );
+        for (const reply of replies) if (reply.kind === 'folded') folded += reply.folded;
+      } while (next !== '0');
+    }
+    return { kind: 'folded', cursor: '0', folded };
+  }
+
+  /** The masters of the last layout read, with their connections from the cluster's pool. */
+  private async masters(
+    timeoutMs: number,
+  ): Promise<{ address: string; client: Redis | undefined; ranges: SlotRange[] }[]> {
+    const reply = await this.call('check', timeoutMs, () => this.cluster.cluster('SLOTS'));
+    this.layout = parseClusterSlots(reply);
+    const byAddress = new Map<string, SlotRange[]>();
+    for (const range of this.layout) {
+      const list = byAddress.get(range.master) ?? [];
+      list.push(range);
+      byAddress.set(range.master, list);
+    }
+    if ([...byAddress.keys()].some((address) => this.connectionTo(address) === undefined)) {
+      // The client drops a master's connection when the master goes away and adds it back only when it refreshes
+      // its slot map, which only a call to one of those slots would cause: a shard that restarted while nobody
+      // voted on its slots would stay unseen. Refresh now.
+      await this.refreshSlots(timeoutMs);
+    }
+    const masters = [...byAddress].map(([address, ranges]) => ({
+      address,
+      client: this.connectionTo(address),
+      ranges,
+    }));
+    // A replica is known to its own master at once, to the other nodes only once gossip spreads: each master's own
+    // CLUSTER SLOTS names its replicas, so none escapes the start-up check.
+    await Promise.all(
+      masters.map(async (master) => {
+        if (master.client === undefined) return;
+        try {
+          const own = parseClusterSlots(
+            await withTimeout(master.client.cluster('SLOTS'), timeoutMs, `node ${this.index} check`),
+          );
+          master.ranges = master.ranges.map((range) => {
+            const seen = own.find((r) => r.start === range.start && r.master === range.master);
+            return seen === undefined
+              ? range
+              : { ...range, replicas: [...new Set([...range.replicas, ...seen.replicas])] };
+          });
+        } catch {
+          // the shard's own problems are found by its checks
+        }
+      }),
+    );
+    return masters;
+  }
+
+  private refreshSlots(timeoutMs: number): Promise<void> {
+    const cluster = this.cluster as unknown as {
+      refreshSlotsCache?: (done?: (error?: Error) => void) => void;
+    };
+    if (typeof cluster.refreshSlotsCache !== 'function') return Promise.resolve();
+    return withTimeout(
+      new Promise<void>((resolve) => cluster.refreshSlotsCache!(() => resolve())),
+      timeoutMs,
+      `node ${this.index} check`,
+    ).catch(() => undefined);
+  }
+
+  private connectionTo(address: string): Redis | undefined {
+    return this.cluster
+      .nodes('all')
+      .find((n) => `${n.options.host ?? 'localhost'}:${n.options.port ?? 6379}` === address);
+  }
+
+  /** Waits (bounded) for the cluster and a connection to each of its masters (calls fail at once without one). */
+  override async waitUntilConnected(callTimeoutMs: number): Promise<void> {
+    // Joining a cluster takes a CLUSTER SLOTS and a connection per master: more than one vote's bound.
+    const timeoutMs = Math.max(callTimeoutMs, 5_000);
+    const deadline = performance.now() + timeoutMs;
+    await super.waitUntilConnected(timeoutMs);
+    await Promise.all(
+      this.cluster.nodes('master').map(async (master) => {
+        if (master.status === 'ready') return;
+        if (master.status === 'wait') master.connect().catch(() => undefined);
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            master.off('ready', done);
+            resolve();
+          };
+          const timer = setTimeout(done, Math.max(0, deadline - performance.now()));
+          master.once('ready', done);
+        });
+      }),
+    );
+  }
+
+  /**
+   * Start-up checks of every master (CONFIG GET, INFO replication) and every replica (cluster-replica-no-failover),
+   * plus every slot's incarnation key and seal epoch (pipelined per master); never throws.
+   */
+  override async probe(
+    callTimeoutMs: number,
+    options: { waitForConnection?: boolean } = {},
+  ): Promise<NodeProbe> {
+    if (options.waitForConnection === true) await this.waitUntilConnected(callTimeoutMs);
+    // A member's probe reads thousands of keys per shard, queued behind whatever else the shard runs: a longer bound
+    // than one vote's, so that a busy shard is not taken for a misconfigured or unreachable one.
+    const timeoutMs = Math.max(callTimeoutMs, 5_000);
+    const started = performance.now();
+    let probe: NodeProbe;
+    try {
+      await this.call('ping', timeoutMs, () => this.cluster.ping());
+      const latencyMs = Math.round((performance.now() - started) * 100) / 100;
+      const masters = await this.masters(timeoutMs);
+      const problems: string[] = [];
+      const shards: ShardProbe[] = [];
+      await Promise.all(
+        masters.map(async ({ address, client, ranges }) => {
+          const slotCount = ranges.reduce((n, r) => n + r.end - r.start + 1, 0);
+          const shardProblems: string[] = [];
+          let up = false;
+          let voting = 0;
+          let underRepair = 0;
+          if (client === undefined) {
+            shardProblems.push(`shard ${address}: not connected`);
+          } else {
+            try {
+              shardProblems.push(
+                ...(await this.checkServer(client, timeoutMs)).map((p) => `shard ${address}: ${p}`),
+              );
+              await loadScripts(client);
+              const slots = ranges.flatMap((r) =>
+                Array.from({ length: r.end - r.start + 1 }, (_, i) => r.start + i),
+              );
+              const pipeline = client.pipeline();
+              for (const slot of slots) {
+                const k = this.stateKeysOf(slot);
+                pipeline.get(k.incarnation);
+                pipeline.get(k.seal);
+              }
+              const results =
+                (await withTimeout(pipeline.exec(), timeoutMs, `node ${this.index} check`)) ?? [];
+              slots.forEach((slot, i) => {
+                const [incError, incarnation] = results[2 * i] ?? [new Error('no reply'), null];
+                const [, seal] = results[2 * i + 1] ?? [null, null];
+                if (incError !== null) return; // moved or migrating: left as last seen
+                this.setSlot(slot, incarnation !== null && incarnation !== undefined);
+                this.sealEpochs[slot] = typeof seal === 'string' ? seal : '';
+                if (this.slotInitialized[slot] === 1) voting++;
+                if (this.slotsUnderRepair.has(slot)) underRepair++;
+              });
+              up = true;
+            } catch (error) {
+              shardProblems.push(
+                `shard ${address}: unreachable: ${error instanceof Error ? error.message : String(error)}`,
+              );
+            }
+          }
+          for (const range of ranges) {
+            for (const replica of range.replicas) {
+              const failover = await this.readReplicaNoFailover(replica, timeoutMs);
+              if (failover !== 'yes') {
+                shardProblems.push(
+                  `replica ${replica} of shard ${address}: ${REPLICA_NO_FAILOVER} is ${failover === undefined ? 'unreadable' : `'${failover}'`}; it must be 'yes' (a promoted replica may have missed acknowledged promises; DESIGN §3c)`,
+                );
+              }
+            }
+          }
+          problems.push(
+            ...shardProblems.filter((p) => !p.includes(': not connected') && !p.includes(': unreachable')),
+          );
+          shards.push({
+            address,
+            up,
+            slots: slotCount,
+            votingSlots: voting,
+            slotsUnderRepair: underRepair,
+            problems: shardProblems,
+          });
+        }),
+      );
+      shards.sort((a, b) => a.address.localeCompare(b.address));
+      probe = {
+        reachable: true,
+        role: 'cluster',
+        configProblems: [...new Set(problems)],
+        initialized: this.anyInitialized,
+        latencyMs,
+        shards,
+      };
+    } catch (error) {
+      probe = {
+        reachable: false,
+        configProblems: this.lastProbe?.configProblems ?? [],
+        error: `unreachable: ${error instanceof Error ? error.message : String(error)}`,
+        ...(this.lastProbe?.shards === undefined ? {} : { shards: this.lastProbe.shards }),
+      };
+    }
+    this.lastProbe = probe;
+    this.lastProbeAt = performance.now();
+    return probe;
+  }
+
+  /** A master's settings as DESIGN §3 requires them (each problem names the setting). */
+  private async checkServer(client: Redis, timeoutMs: number): Promise<string[]> {
+    const config: Partial<Record<CheckedSetting, string>> = {};
+    await Promise.all(
+      (Object.keys(REQUIRED_SETTINGS) as CheckedSetting[]).map(async (setting) => {
+        try {
+          const reply = await withTimeout(client.config('GET', setting), timeoutMs, 'check');
+          config[setting] = parseConfigReply(reply)[setting];
+        } catch {
+          // left undefined: configProblems names the setting that could not be read
+        }
+      }),
+    );
+    const role = await withTimeout(client.info('replication'), timeoutMs, 'check').then(
+      parseRole,
+      () => undefined,
+    );
+    return configProblems({ config, role });
+  }
+
+  private async readReplicaNoFailover(address: string, timeoutMs: number): Promise<string | undefined> {
+    const pooled = this.connectionTo(address);
+    const [host, port] = [
+      address.slice(0, address.lastIndexOf(':')),
+      Number(address.slice(address.lastIndexOf(':') + 1)),
+    ];
+    const client =
+      pooled ??
+      new IORedis({
+        host,
+        port,
+        ...(this.cluster.options.redisOptions ?? {}),
+        lazyConnect: false,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+      });
+    client.on('error', () => undefined);
+    try {
+      const reply = await withTimeout(client.config('GET', REPLICA_NO_FAILOVER), timeoutMs, 'check');
+      return parseConfigReply(reply)[REPLICA_NO_FAILOVER];
+    } catch {
+      return undefined;
+    } finally {
+      if (pooled === undefined) client.disconnect();
+    }
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The text form of one quorum member, as `FENCED_REDIS_URLS` (the service, the operator commands) lists them,
+ * comma-separated: a standalone master is a `redis://` or `rediss://` URL; a Redis Cluster member is `cluster:`
+ * followed by seed URLs of its masters joined by `+`, e.g. `cluster:redis://10.0.0.1:7000+redis://10.0.0.2:7000`
+ * (DESIGN §3c). One seed is enough; more survive a seed being down.
+ */
+import { InvalidRequestError } from '@fenced/shared';
+import type { ClusterMemberConfig } from '../options.js';
+
+/** What starts a Cluster member's entry. */
+export const CLUSTER_ENTRY_PREFIX = 'cluster:';
+
+/** What one entry may be, for messages. */
+export const NODE_ENTRY_FORMS =
+  'a redis:// or rediss:// URL with a host, or cluster:<url>+<url>+... (seed URLs of a Redis Cluster member)';
+
+function isRedisUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why `text` is not a member entry, or `undefined` when it is one. Never echoes the text (a URL may carry a
+ * password): it names the part by position.
+ */
+export function nodeEntryProblem(text: string): string | undefined {
+  if (!text.startsWith(CLUSTER_ENTRY_PREFIX)) {
+    return isRedisUrl(text) ? undefined : `is not ${NODE_ENTRY_FORMS}`;
+  }
+  const seeds = text.slice(CLUSTER_ENTRY_PREFIX.length).split('+');
+  if (seeds.length === 1 && seeds[0] === '')
+    return 'is cluster: with no seed URL (cluster:redis://host:port+...)';
+  const bad = seeds.findIndex((seed) => !isRedisUrl(seed));
+  return bad === -1
+    ? undefined
+    : `is a cluster member whose seed ${bad} is not a redis:// or rediss:// URL with a host (seeds are joined by +)`;
+}
+
+/**
+ * One entry as the `nodes` option takes it: the URL itself, or `{ cluster: [seeds] }`.
+ * @throws InvalidRequestError when the entry is neither form
+ */
+export function parseNodeEntry(text: string, index = 0): string | ClusterMemberConfig {
+  const problem = nodeEntryProblem(text);
+  if (problem !== undefined) throw new InvalidRequestError(`node entry ${index} ${problem}`);
+  return text.startsWith(CLUSTER_ENTRY_PREFIX)
+    ? { cluster: text.slice(CLUSTER_ENTRY_PREFIX.length).split('+') }
+    : text;
+}
+
+/** host:port of a standalone entry, or `cluster(host:port,...)` of a Cluster member (as `nodeStatus()` names it). */
+export function nodeEntryAddress(text: string): string {
+  const address = (url: string): string => {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port === '' ? '6379' : parsed.port}`;
+  };
+  return text.startsWith(CLUSTER_ENTRY_PREFIX)
+    ? `cluster(${text.slice(CLUSTER_ENTRY_PREFIX.length).split('+').map(address).join(',')})`
+    : address(text);
+}

@@ -1,0 +1,216 @@
+// Redis Cluster members (DESIGN §3c) on real clusters: leases and tokens through the library with three cluster
+// members, and with a mixed quorum (two standalone masters and one cluster); per-slot node state.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Cluster, Redis } from 'ioredis';
+import { Cluster as CopyCluster } from 'ioredis-copy';
+import V4Redis from 'ioredis-v4';
+import { Coordinator } from '@fenced/coordinator';
+import { eventually } from '@fenced/test-utils/eventually';
+import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
+import { RedisNode } from '@fenced/test-utils/redis-node';
+import { keySlot } from '../../../fixtures/keys.js';
+
+const members: RedisClusterMember[] = [];
+const standalone: RedisNode[] = [];
+
+beforeAll(async () => {
+  for (let i = 0; i < 3; i++) members.push(await RedisClusterMember.start({ masters: 3 }));
+  for (let i = 0; i < 2; i++) standalone.push(await RedisNode.start());
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([...members.map((m) => m.stop()), ...standalone.map((n) => n.stop())]);
+});
+
+/** Resources spread over many slots (hence every shard). */
+const resources = Array.from({ length: 40 }, (_, i) => `cluster-res-${i}`);
+
+describe('three Redis Cluster members', () => {
+  let coordinator: Coordinator;
+  beforeAll(async () => {
+    coordinator = new Coordinator({ nodes: members.map((m) => m.member), keyPrefix: 'c3' });
+    await coordinator.ready();
+  }, 60_000);
+  afterAll(async () => {
+    await coordinator?.close();
+  });
+
+  it('covers every shard with the test resources', () => {
+    const slots = new Set(resources.map((r) => keySlot(`c3:{${r}}:lease`)));
+    expect([...slots].some((s) => s < 5461)).toBe(true);
+    expect([...slots].some((s) => s >= 5461 && s < 10923)).toBe(true);
+    expect([...slots].some((s) => s >= 10923)).toBe(true);
+  });
+
+  it('acquires, extends and releases leases with rising tokens on resources across every shard', async () => {
+    for (const resource of resources) {
+      const first = await coordinator.acquire(resource, { ttlMs: 5_000 });
+      await first.extend(5_000);
+      await first.release();
+      const second = await coordinator.acquire(resource, { ttlMs: 5_000 });
+      expect(second.token > first.token).toBe(true);
+      await expect(coordinator.tryAcquire(resource, { ttlMs: 5_000 })).resolves.toBeNull();
+      await second.release();
+    }
+  });
+
+  it('grants one multi-resource lease over resources in different slots and shards', async () => {
+    const lease = await coordinator.acquire(resources.slice(0, 12), { ttlMs: 5_000 });
+    for (const resource of resources.slice(0, 12)) {
+      await expect(coordinator.tryAcquire(resource, { ttlMs: 5_000 })).resolves.toBeNull();
+    }
+    await lease.release();
+    const again = await coordinator.tryAcquire(resources[3]!, { ttlMs: 5_000 });
+    expect(again).not.toBeNull();
+    await again!.release();
+  });
+
+  it('keeps every node-state key in the slot of the resources it serves', async () => {
+    const slot = keySlot('c3:{cluster-res-0}:lease');
+    const master = await members[0]!.masterOf(slot);
+    const client = new Redis(master.port, '127.0.0.1');
+    try {
+      const keys = await client.cluster('GETKEYSINSLOT', slot, 100);
+      expect(keys).toContain('c3:{cluster-res-0}:token');
+      const state = keys.filter((k) => k.startsWith('c3:node:')).sort();
+      expect(state).toEqual([
+        expect.stringMatching(/^c3:node:\{[a-z0-9]+\}:incarnation$/),
+        expect.stringMatching(/^c3:node:\{[a-z0-9]+\}:settings$/),
+      ]);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it("reports each member's shards in nodeStatus()", async () => {
+    const status = await coordinator.nodeStatus();
+    expect(status.every((s) => s.voting)).toBe(true);
+    for (const node of status) {
+      expect(node.shards).toHaveLength(3);
+      expect(node.shards!.reduce((n, s) => n + s.votingSlots, 0)).toBe(16384);
+    }
+  });
+});
+
+describe('a mixed quorum: two standalone masters and one cluster member', () => {
+  it('grants leases with rising tokens, and an ioredis Cluster client is accepted as a member', async () => {
+    const cluster = new Cluster(
+      members[0]!.urls.map((u) => ({ host: '127.0.0.1', port: Number(new URL(u).port) })),
+    );
+    const coordinator = new Coordinator({
+      nodes: [standalone[0]!.url, standalone[1]!.url, cluster],
+      keyPrefix: 'mixed',
+    });
+    try {
+      await coordinator.ready();
+      let last = 0n;
+      for (const resource of resources.slice(0, 10)) {
+        const lease = await coordinator.acquire(resource, { ttlMs: 5_000 });
+        expect(lease.token > last).toBe(true);
+        last = lease.token;
+        await lease.release();
+      }
+      const status = await coordinator.nodeStatus();
+      expect(status.map((s) => s.voting)).toEqual([true, true, true]);
+      expect(status[2]!.shards).toHaveLength(3);
+    } finally {
+      await coordinator.close();
+      cluster.disconnect();
+    }
+  });
+});
+
+describe('folding per shard', () => {
+  it("folds idle registers into their slot's floor on every shard, and later tokens still rise", async () => {
+    const coordinator = new Coordinator({
+      nodes: members.map((m) => m.member),
+      keyPrefix: 'fold',
+      maxTtlMs: 1_000,
+      tokenRetentionMs: 1_000,
+    });
+    try {
+      await coordinator.ready();
+      // Registers far above any time-derived first guess: a fold that lost one (instead of raising its slot's floor)
+      // shows as a later token below the earlier one.
+      const ahead = (BigInt(Date.now() + 35 * 365 * 24 * 3_600_000) << 20n).toString();
+      for (const member of members) {
+        const raw = new Cluster([{ host: '127.0.0.1', port: member.masters[0]!.port }]);
+        try {
+          for (const resource of resources) await raw.set(`fold:{${resource}}:token`, ahead);
+        } finally {
+          raw.disconnect();
+        }
+      }
+      const before = new Map<string, bigint>();
+      for (const resource of resources) {
+        const lease = await coordinator.acquire(resource, { ttlMs: 1_000 });
+        before.set(resource, lease.token);
+        await lease.release();
+      }
+      // The background fold pass (every second here) removes the registers once they are idle for the retention.
+      const registers = async (): Promise<number> => {
+        let found = 0;
+        for (const master of members[0]!.masters) {
+          const client = new Redis(master.port, '127.0.0.1');
+          try {
+            found += (await client.keys('fold:{*}:token')).length;
+          } finally {
+            client.disconnect();
+          }
+        }
+        return found;
+      };
+      expect(await registers()).toBe(resources.length);
+      await eventually(async () => (await registers()) === 0, {
+        what: 'the idle registers to be folded',
+        timeoutMs: 40_000,
+        intervalMs: 500,
+      });
+      // A fresh process (no last token remembered) reads only what the nodes answer: the slots' floors.
+      const fresh = new Coordinator({
+        nodes: members.map((m) => m.member),
+        keyPrefix: 'fold',
+        maxTtlMs: 1_000,
+      });
+      try {
+        for (const resource of resources) {
+          const lease = await fresh.acquire(resource, { ttlMs: 1_000 });
+          expect(lease.token > before.get(resource)!).toBe(true);
+          await lease.release();
+        }
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await coordinator.close();
+    }
+  }, 90_000);
+});
+
+describe('Cluster clients of other copies of ioredis', () => {
+  it('serves leases with an ioredis 5 Cluster of another copy and an ioredis 4 Cluster as members', async () => {
+    const seed = (m: RedisClusterMember) => [{ host: '127.0.0.1', port: m.masters[0]!.port }];
+    const copy = new CopyCluster(seed(members[1]!), { retryDelayOnFailover: 0 });
+    const v4 = new V4Redis.Cluster(seed(members[2]!), { retryDelayOnFailover: 0 });
+    const coordinator = new Coordinator({
+      nodes: [members[0]!.member, copy, v4 as never],
+      keyPrefix: 'copies',
+    });
+    try {
+      await coordinator.ready();
+      let last = 0n;
+      for (const resource of resources.slice(0, 8)) {
+        const lease = await coordinator.acquire(resource, { ttlMs: 5_000 });
+        expect(lease.token > last).toBe(true);
+        last = lease.token;
+        await lease.extend(5_000);
+        await lease.release();
+      }
+      expect((await coordinator.nodeStatus()).map((s) => s.voting)).toEqual([true, true, true]);
+    } finally {
+      await coordinator.close();
+      copy.disconnect();
+      v4.disconnect();
+    }
+  }, 60_000);
+});
