@@ -76,6 +76,8 @@ import { describeValue } from './client-shape.js';
 
 /** Slots read per pipeline by a probe (two GETs each). */
 const PROBE_CHUNK = 512;
+/** Per-slot scripts in flight at once in a bulk operation (fresh initialization, settings, repair bookkeeping). */
+const SLOT_CHUNK = 512;
 
 const IORedis = ioredis.default;
 
@@ -542,7 +544,15 @@ export class ClusterConnection extends NodeConnection {
       interpret(await this.runScript(name, keysOf(this.stateKeysOf(slot), slot), argsOf(slot)));
     // Thousands of calls queue behind each other on a shard: bounded as a bulk operation, not as one vote.
     const bound = targets.length > 64 ? Math.max(timeoutMs, 10_000) : timeoutMs;
-    return this.call(operation, bound, () => Promise.all(targets.map(one)));
+    // In chunks of SLOT_CHUNK calls, one chunk after another: all 16 384 at once kept the event loop busy for
+    // hundreds of milliseconds (building and writing every command), stalling every other lease of the process.
+    return this.call(operation, bound, async () => {
+      const results: R[] = [];
+      for (let from = 0; from < targets.length; from += SLOT_CHUNK) {
+        results.push(...(await Promise.all(targets.slice(from, from + SLOT_CHUNK).map(one))));
+      }
+      return results;
+    });
   }
 
   override async settings(
