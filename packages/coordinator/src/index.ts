@@ -28,7 +28,7 @@ export {
   nodeEntryProblem,
   parseNodeEntry,
 } from './nodes/node-spec.js';
-export type { ShardStatus } from './nodes/node-set.js';
+export type { ShardStatus } from './nodes/node-connection.js';
 export type { Lease } from './lease/lease.js';
 export type { MultiLease } from './lease/multi-lease.js';
 export { MAX_LEASE_RESOURCES, lockOrder } from './lease/multi-lease.js';

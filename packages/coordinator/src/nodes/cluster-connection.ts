@@ -63,7 +63,7 @@ import {
   withTimeout,
   type NodeErrorSink,
   type NodeProbe,
-  type ShardProbe,
+  type ShardStatus,
 } from './node-connection.js';
 import {
   configProblems,
@@ -319,7 +319,7 @@ export class ClusterConnection extends NodeConnection {
    * Each shard as the last probe saw it (up, problems), with its slot counts as they are now: slots voting and
    * slots under repair change with every vote and repair between probes.
    */
-  currentShards(): ShardProbe[] {
+  currentShards(): ShardStatus[] {
     const probed = this.lastProbe?.shards ?? [];
     const byMaster = new Map<string, SlotRange[]>();
     for (const range of this.layout)
@@ -846,7 +846,7 @@ export class ClusterConnection extends NodeConnection {
       const latencyMs = Math.round((performance.now() - started) * 100) / 100;
       const masters = await this.masters(timeoutMs);
       const problems: string[] = [];
-      const shards: ShardProbe[] = [];
+      const shards: ShardStatus[] = [];
       await Promise.all(
         masters.map(async ({ address, client, ranges }) => {
           const slotCount = ranges.reduce((n, r) => n + r.end - r.start + 1, 0);

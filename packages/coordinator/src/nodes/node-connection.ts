@@ -65,11 +65,11 @@ export interface NodeProbe {
   readonly latencyMs?: number;
   readonly error?: string;
   /** A Redis Cluster member's shards (DESIGN §3c): one entry per master. */
-  readonly shards?: readonly ShardProbe[];
+  readonly shards?: readonly ShardStatus[];
 }
 
-/** One shard (master) of a Redis Cluster member, as a probe found it. */
-export interface ShardProbe {
+/** One shard (master) of a Redis Cluster member, as a probe found it (`NodeStatus.shards` in `nodeStatus()`). */
+export interface ShardStatus {
   /** host:port of the master. */
   readonly address: string;
   readonly up: boolean;

@@ -28,7 +28,7 @@ import { MAX_TIMER_MS, type CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
-import { NodeConnection, type NodeErrorSink, type ShardProbe } from './node-connection.js';
+import { NodeConnection, type NodeErrorSink, type ShardStatus } from './node-connection.js';
 import { ClusterConnection, isClusterClient, isClusterConfig } from './cluster-connection.js';
 import { foldIdleRegisters, foldIntervalMs } from './fold.js';
 import { initializeFreshCluster } from './fresh-cluster.js';
@@ -61,9 +61,6 @@ export interface NodeStatus {
   /** A Redis Cluster member's shards (DESIGN §3c): up, slots voting, slots under repair. */
   shards?: ShardStatus[];
 }
-
-/** One shard (master) of a Redis Cluster member in `nodeStatus()`. */
-export type ShardStatus = ShardProbe;
 
 /** What a running repair is doing (`NodeStatus.repair`). */
 export interface NodeRepairStatus extends RepairProgress {

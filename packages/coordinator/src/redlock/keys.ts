@@ -9,7 +9,7 @@ import { keySlot, slotTag } from './slots.js';
  *   exactly the lease id (a redlock lock's `value`), so code that reads or plants redlock's keys keeps working. The
  *   lease's record (`<leaseId>|<token>`, what extend, inspect, repair and fold read), the token register and the
  *   channel sit beside it in the same Redis Cluster slot: `<prefix>:{<slotTag(keySlot(resource))>}:<resource>:…`
- *   (the resource encoded as in {@link encodeResourceTag}), so one script still touches one slot (DESIGN §3c).
+ *   (the resource encoded as in `encodeResourceTag`: `%`, `{` and `}` escaped), so one script still touches one slot (DESIGN §3c).
  *
  * Why the layout is recorded on the nodes: two processes with different layouts would keep two token registers for
  * the same resource, and their tokens would then repeat or go backwards (G2); a process whose layout differs from
