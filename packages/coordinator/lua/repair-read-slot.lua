@@ -22,6 +22,7 @@
 --   {4}  CORRUPT: the floor holds something other than a decimal token.
 
 -- @include decimal-token
+-- @include source-keys
 
 local incarnation = redis.call('GET', KEYS[1])
 if incarnation == false then
@@ -41,24 +42,11 @@ local keys = redis.call('CLUSTER', 'GETKEYSINSLOT', slot, count)
 local start = ARGV[2]
 local registers = {}
 local leases = {}
+local own = {}
 for _, key in ipairs(keys) do
   if string.sub(key, 1, #start) == start then
-    local suffix = string.sub(key, -6)
-    if suffix == ':token' then
-      local value = redis.call('GET', key)
-      if is_token(value) then
-        registers[#registers + 1] = key
-        registers[#registers + 1] = value
-      end
-    elseif suffix == ':lease' then
-      local value = redis.call('GET', key)
-      local pttl = redis.call('PTTL', key)
-      if value ~= false and pttl > 0 then
-        leases[#leases + 1] = key
-        leases[#leases + 1] = value
-        leases[#leases + 1] = pttl
-      end
-    end
+    own[#own + 1] = key
   end
 end
+collect_source_keys(own, registers, leases)
 return {1, incarnation, '0', floor, redis.call('HGETALL', KEYS[5]), registers, leases}

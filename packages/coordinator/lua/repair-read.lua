@@ -37,6 +37,7 @@
 -- may be missed by SCAN, but the floor read after it includes it (folding only raises the floor).
 
 -- @include decimal-token
+-- @include source-keys
 
 local incarnation = redis.call('GET', KEYS[1])
 if incarnation == false then
@@ -58,22 +59,5 @@ end
 local scan = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[3], 'COUNT', ARGV[2])
 local registers = {}
 local leases = {}
-for _, key in ipairs(scan[2]) do
-  local suffix = string.sub(key, -6)
-  if suffix == ':token' then
-    local value = redis.call('GET', key)
-    if is_token(value) then
-      registers[#registers + 1] = key
-      registers[#registers + 1] = value
-    end
-  elseif suffix == ':lease' then
-    local value = redis.call('GET', key)
-    local pttl = redis.call('PTTL', key)
-    if value ~= false and pttl > 0 then
-      leases[#leases + 1] = key
-      leases[#leases + 1] = value
-      leases[#leases + 1] = pttl
-    end
-  end
-end
+collect_source_keys(scan[2], registers, leases)
 return {1, incarnation, scan[1], floor, redis.call('HGETALL', KEYS[5]), registers, leases}

@@ -345,7 +345,7 @@ async function readSources(
  * takes the largest value for `maxTtlMs` — the node must not refuse a ttl that others accept — and the first
  * source's value otherwise.
  */
-function mergeSettings(into: Record<string, string>, from: Readonly<Record<string, string>>): void {
+export function mergeSettings(into: Record<string, string>, from: Readonly<Record<string, string>>): void {
   for (const [field, value] of Object.entries(from)) {
     const known = into[field];
     if (known === undefined) into[field] = value;

@@ -36,7 +36,13 @@ import { keySlot } from '../redlock/slots.js';
 import { interpretReply, type RepairReadReply } from '../scripts/script-results.js';
 import { ClusterConnection } from './cluster-connection.js';
 import type { NodeConnection } from './node-connection.js';
-import { DEFAULT_REPAIR_TIMING, sourcesRequired, type RepairContext, type RepairTiming } from './repair.js';
+import {
+  DEFAULT_REPAIR_TIMING,
+  mergeSettings,
+  sourcesRequired,
+  type RepairContext,
+  type RepairTiming,
+} from './repair.js';
 
 /** Per-slot calls in flight at once while raising. */
 const RAISES_IN_FLIGHT = 32;
@@ -201,14 +207,6 @@ function merge(
   for (const [key, value, pttlMs] of leases) {
     const known = into.leases.get(key);
     if (known === undefined || pttlMs > known.pttlMs) into.leases.set(key, { value, pttlMs });
-  }
-}
-
-function mergeSettings(into: Record<string, string>, from: Readonly<Record<string, string>>): void {
-  for (const [field, value] of Object.entries(from)) {
-    const known = into[field];
-    if (known === undefined) into[field] = value;
-    else if (field === 'maxTtlMs' && Number(value) > Number(known)) into[field] = value;
   }
 }
 
