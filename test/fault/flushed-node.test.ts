@@ -105,9 +105,12 @@ async function lossUnderLoad(loss: Loss): Promise<FlushOutcome> {
   if (loss === 'restart-empty') {
     await world.redis.nodes[0]!.restart({ keepData: false });
     await world.nodesAnswer([raw[0]!]);
+  } else if (loss === 'flushall-undetected') {
+    // Flush and put the incarnation key back in one transaction: no probe or script of the running load can see
+    // the node empty in between (a client that did would start a repair, and the loss would not go undetected).
+    await raw[0]!.multi().flushall().set(incarnation, 'pretend-nothing-happened').exec();
   } else {
     await raw[0]!.flushall();
-    if (loss === 'flushall-undetected') await raw[0]!.set(incarnation, 'pretend-nothing-happened', 'NX');
   }
   await until('node 0 votes again', async () => (await raw[0]!.exists(incarnation)) === 1, MAX_TTL_MS);
   const votedAgainAfterMs = performance.now() - lostAt;
