@@ -20,22 +20,10 @@
 --   {12}  NO_INIT_MARK ('check', 'init'): our init mark is gone — the node restarted since step 1, or the marks
 --         expired. Nothing was written; this initialization gives up.
 
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {10}
+-- @include fresh-init-step
+
+local settings = {}
+for i = 4, #ARGV do
+  settings[#settings + 1] = ARGV[i]
 end
-if ARGV[1] == 'mark' then
-  redis.call('SADD', KEYS[2], ARGV[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  return {1}
-end
-if redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 then
-  return {12}
-end
-if ARGV[1] == 'init' then
-  for i = 4, #ARGV, 2 do
-    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
-  end
-  redis.call('SET', KEYS[1], ARGV[3])
-  redis.call('DEL', KEYS[2])
-end
-return {1}
+return fresh_init_step(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], settings)

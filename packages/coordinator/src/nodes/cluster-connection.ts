@@ -18,7 +18,9 @@
  *   was initialized: it is repaired (nodes/slot-repair.ts) from the same slot of the other members.
  * - **Fresh initialization covers every slot**, through the same mark, check, initialize steps of
  *   nodes/fresh-cluster.ts with each (member, slot) in the role of a node: every slot is marked, then every slot of
- *   every member checked, then each slot initialized only while it still holds its own mark.
+ *   every member checked, then each slot initialized only while it still holds its own mark. A step is one call per
+ *   master (fresh-init-shard.lua), each of its slots' steps being fresh-init.lua's on that slot's keys; a slot the
+ *   call does not answer (it moved: Redis refuses a non-local key inside the script) takes fresh-init.lua alone.
  * - **Seal epochs are cached per slot.** A round carries, for each member, the epoch this process last saw for the
  *   resource's slot; a repair's seal of that slot changes it, and the scripts refuse the old one.
  * - **No failover inside a member.** The start-up check reads every master (appendonly yes, appendfsync always,
@@ -36,6 +38,7 @@ import ioredis, { type Cluster, type Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';
 import {
   interpretReply,
+  splitBatchReply,
   type AcquireReply,
   type ExtendReply,
   type FoldReply,
@@ -47,7 +50,7 @@ import {
   type ScriptName,
   type SettingsReply,
 } from '../scripts/script-results.js';
-import { loadScripts } from '../scripts/scripts.js';
+import { loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
   nodeStateKeys,
@@ -608,14 +611,12 @@ export class ClusterConnection extends NodeConnection {
     argument: string | number,
     settings: Readonly<Record<string, string>> = {},
   ): Promise<FreshInitReply> {
-    const args = [step, nonce, argument, ...(step === 'init' ? Object.entries(settings).flat() : [])];
-    const replies = await this.eachSlot(
-      'fresh-init',
+    const replies = await this.freshInitEverySlot(
       Math.max(timeoutMs, 10_000),
-      'fresh-init',
-      (k) => [k.incarnation, k.fresh, k.settings],
-      () => args,
-      (raw) => interpretReply('fresh-init', raw),
+      step,
+      nonce,
+      argument,
+      settings,
     );
     if (step === 'init') {
       replies.forEach((r, slot) => {
@@ -626,6 +627,67 @@ export class ClusterConnection extends NodeConnection {
     if (replies.some((r) => r.kind === 'initialized')) return { kind: 'initialized' };
     if (replies.some((r) => r.kind === 'init-mark-lost')) return { kind: 'init-mark-lost' };
     return { kind: 'ok' };
+  }
+
+  /**
+   * One fresh-initialization step on every slot, each slot's reply by slot number: one fresh-init-shard.lua call per
+   * master over the slots the last layout says it serves, then fresh-init.lua per slot (routed by the client) for
+   * every slot a shard call did not answer — a master without a connection, a slot that moved (the script refuses
+   * a key of a slot its node does not serve), no layout. Either way each slot's step is fresh-init.lua's own.
+   */
+  private async freshInitEverySlot(
+    timeoutMs: number,
+    step: 'mark' | 'check' | 'init',
+    nonce: string,
+    argument: string | number,
+    settings: Readonly<Record<string, string>>,
+  ): Promise<FreshInitReply[]> {
+    const fields = step === 'init' ? Object.entries(settings).flat() : [];
+    const replies = new Array<FreshInitReply | undefined>(SLOT_COUNT);
+    const masters = await this.masters(timeoutMs).catch(() => []);
+    await Promise.all(
+      masters.map(async ({ client, ranges }) => {
+        if (client === undefined) return;
+        const slots = ranges.flatMap(({ start, end }) =>
+          Array.from({ length: end - start + 1 }, (_, i) => start + i),
+        );
+        const args: (string | number)[] = [step, nonce, argument, fields.length, ...fields];
+        for (const slot of slots) {
+          const keys = this.stateKeysOf(slot);
+          args.push(keys.incarnation, keys.fresh, keys.settings);
+        }
+        try {
+          const raw = await withTimeout(
+            runScript(client, 'fresh-init-shard', [], args),
+            timeoutMs,
+            `node ${this.index} fresh-init`,
+          );
+          const each = splitBatchReply('fresh-init-shard', raw, slots.length);
+          slots.forEach((slot, i) => {
+            replies[slot] = interpretReply('fresh-init-shard', each[i]);
+          });
+        } catch {
+          // Left to the per-slot calls below, which report their own failures.
+        }
+      }),
+    );
+    const rest: number[] = [];
+    for (let slot = 0; slot < SLOT_COUNT; slot++) if (replies[slot] === undefined) rest.push(slot);
+    if (rest.length > 0) {
+      const perSlot = await this.eachSlot(
+        'fresh-init',
+        timeoutMs,
+        'fresh-init',
+        (k) => [k.incarnation, k.fresh, k.settings],
+        () => [step, nonce, argument, ...fields],
+        (raw) => interpretReply('fresh-init', raw),
+        rest,
+      );
+      rest.forEach((slot, i) => {
+        replies[slot] = perSlot[i];
+      });
+    }
+    return replies as FreshInitReply[];
   }
 
   /** Whether any master holds a resource key or a slot's floor (SCAN on every master). */

@@ -46,6 +46,7 @@ export type ScriptName =
   | 'fold'
   | 'fold-slot'
   | 'fresh-init'
+  | 'fresh-init-shard'
   | 'settings';
 
 /** The codes each script may return. */
@@ -88,6 +89,7 @@ export const SCRIPT_CODES = {
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fold-slot': [ScriptCode.OK, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
+  'fresh-init-shard': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
   settings: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
 
@@ -175,6 +177,8 @@ export interface ScriptReplies {
   fold: FoldReply;
   'fold-slot': FoldReply;
   'fresh-init': FreshInitReply;
+  /** One slot's entry of the reply (split with {@link splitBatchReply}), as fresh-init.lua answers for that slot. */
+  'fresh-init-shard': FreshInitReply;
   settings: SettingsReply;
 }
 
@@ -345,6 +349,16 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'init-mark-lost' });
     }
   },
+  'fresh-init-shard': (r) => {
+    switch (r.code(SCRIPT_CODES['fresh-init-shard'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'ok' });
+      case ScriptCode.INITIALIZED:
+        return r.done({ kind: 'initialized' });
+      case ScriptCode.NO_INIT_MARK:
+        return r.done({ kind: 'init-mark-lost' });
+    }
+  },
   settings: (r) => {
     switch (r.code(SCRIPT_CODES.settings)) {
       case ScriptCode.OK:
@@ -363,8 +377,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
   },
 };
 
-/** The scripts that take a batch of calls and answer with one reply per call. */
-export type BatchScriptName = 'acquire' | 'release';
+/** The scripts that take a batch of calls (or of slots) and answer with one reply per call. */
+export type BatchScriptName = 'acquire' | 'release' | 'fresh-init-shard';
 
 /**
  * Splits a batch script's reply into its per-call replies (each still raw, for {@link interpretReply}).

@@ -8,7 +8,8 @@ import { Coordinator } from '@fenced/coordinator';
 import { eventually } from '@fenced/test-utils/eventually';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
-import { keySlot } from '../../../fixtures/keys.js';
+import { keySlot, nodeStateKeys } from '../../../fixtures/keys.js';
+import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
 
 const members: RedisClusterMember[] = [];
 const standalone: RedisNode[] = [];
@@ -88,6 +89,108 @@ describe('three Redis Cluster members', () => {
     for (const node of status) {
       expect(node.shards).toHaveLength(3);
       expect(node.shards!.reduce((n, s) => n + s.votingSlots, 0)).toBe(16384);
+    }
+  });
+});
+
+describe('initializing fresh Cluster members', () => {
+  /** The EVALSHA calls each master of `member` ran since its last CONFIG RESETSTAT. */
+  async function scriptCalls(member: RedisClusterMember): Promise<number> {
+    let calls = 0;
+    for (const master of member.masters) {
+      const client = new Redis(master.port, '127.0.0.1');
+      try {
+        const stats = await client.info('commandstats');
+        calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      } finally {
+        client.disconnect();
+      }
+    }
+    return calls;
+  }
+
+  it('initializes every slot of every member with a few scripts per shard, not one per slot', async () => {
+    for (const member of members) {
+      for (const master of member.masters) {
+        const client = new Redis(master.port, '127.0.0.1');
+        await client.config('RESETSTAT').finally(() => client.disconnect());
+      }
+    }
+    const coordinator = new Coordinator({ nodes: members.map((m) => m.member), keyPrefix: 'fresh-shards' });
+    try {
+      await coordinator.ready();
+      const status = await coordinator.nodeStatus();
+      for (const node of status) {
+        expect(node.shards!.reduce((n, s) => n + s.votingSlots, 0)).toBe(16384);
+      }
+      for (const member of members) {
+        // Every slot holds its own incarnation key, on the master serving it.
+        let incarnations = 0;
+        for (const master of member.masters) {
+          const client = new Redis(master.port, '127.0.0.1');
+          try {
+            let cursor = '0';
+            do {
+              const [next, keys] = await client.scan(
+                cursor,
+                'MATCH',
+                'fresh-shards:node:*:incarnation',
+                'COUNT',
+                5000,
+              );
+              incarnations += keys.length;
+              cursor = next;
+            } while (cursor !== '0');
+          } finally {
+            client.disconnect();
+          }
+        }
+        expect(incarnations).toBe(16384);
+        // Mark, check and initialize are one call per master each (one per slot would be 3 × 16 384).
+        expect(await scriptCalls(member)).toBeLessThan(100);
+      }
+      const lease = await coordinator.acquire(resources[5]!, { ttlMs: 5_000 });
+      await lease.release();
+    } finally {
+      await coordinator.close();
+    }
+  }, 60_000);
+});
+
+describe('fresh-init-shard.lua on a real cluster', () => {
+  it("runs each slot's step on the master serving it, and fails on a key of a slot the master does not serve", async () => {
+    const member = members[0]!;
+    const master = await member.masterOf(0);
+    const other = (await member.masterOf(16383)).port;
+    expect(other).not.toBe(master.port);
+    const client = new Redis(master.port, '127.0.0.1');
+    try {
+      await loadScripts(client);
+      const here = [0, 1, 2].map((slot) => nodeStateKeys('shard-script', slot));
+      const keysOf = (list: typeof here) => list.flatMap((k) => [k.incarnation, k.fresh, k.settings]);
+      const step = (name: string, argument: string | number, keys: string[], settings: string[] = []) =>
+        runScript(
+          client,
+          'fresh-init-shard',
+          [],
+          [name, 'n1', argument, settings.length, ...settings, ...keys],
+        );
+      expect(await step('mark', 30_000, keysOf(here))).toEqual([[1], [1], [1]]);
+      expect(await step('check', '', keysOf(here))).toEqual([[1], [1], [1]]);
+      expect(await step('init', 'inc-1', keysOf(here), ['maxTtlMs', '3000'])).toEqual([[1], [1], [1]]);
+      expect(await client.get(here[2]!.incarnation)).toBe('inc-1');
+      expect(await client.hget(here[1]!.settings, 'maxTtlMs')).toBe('3000');
+      expect(await step('mark', 30_000, keysOf(here))).toEqual([[10], [10], [10]]);
+      // A slot of another master: Redis refuses the undeclared key instead of writing it here.
+      await expect(step('mark', 30_000, keysOf([nodeStateKeys('shard-script', 16383)]))).rejects.toThrow(
+        /non local key/,
+      );
+      const owner = new Redis(other, '127.0.0.1');
+      await expect(owner.exists(nodeStateKeys('shard-script', 16383).fresh))
+        .resolves.toBe(0)
+        .finally(() => owner.disconnect());
+    } finally {
+      client.disconnect();
     }
   });
 });

@@ -64,6 +64,7 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
   fold: { 1: [1, '0', 3], 11: [11], 3: [3], 4: [4] },
   'fold-slot': { 1: [1, '0', 3], 3: [3], 4: [4] },
   'fresh-init': { 1: [1], 10: [10], 12: [12] },
+  'fresh-init-shard': { 1: [1], 10: [10], 12: [12] },
   settings: { 1: [1, ['maxTtlMs', '3000']], 3: [3] },
 };
 
