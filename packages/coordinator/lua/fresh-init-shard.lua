@@ -5,35 +5,41 @@
 -- the argument needs.
 --
 -- The keys are in many slots, so they cannot be declared (Redis Cluster refuses a call whose declared keys cross
--- slots); they are passed in ARGV, built by redlock/keys.ts, and the call goes to the master's own connection. A
--- script without a shebang line may touch undeclared keys of several slots, but only slots this node serves: for
--- any other key (the slot moved, or is migrating and the key is not here) Redis raises "Script attempted to access
--- a non local key" and the call fails. The steps it ran before that stay done; each was a whole per-slot step, as
--- if the per-slot script had run there, and the caller falls back to fresh-init.lua per slot.
+-- slots): the call carries each slot's tag and the text around it (redlock/keys.ts, slotKeyTemplate: key = head ..
+-- tag .. tail), and goes to the master's own connection. A script without a shebang line may touch undeclared keys
+-- of several slots, but only slots this node serves: for any other key (the slot moved, or is migrating and the key
+-- is not here) Redis raises "Script attempted to access a non local key" and the call fails. The steps it ran
+-- before that stay done; each was a whole per-slot step, as if the per-slot script had run there, and the caller
+-- falls back to fresh-init.lua per slot.
 --
--- KEYS[]   none: the keys are in ARGV
+-- KEYS[]   none: the keys are built from ARGV
 -- ARGV[1]  'mark', 'check' or 'init' (fresh-init.lua)
 -- ARGV[2]  nonce of this initialization
 -- ARGV[3]  'mark': the marks' ttl in milliseconds; 'init': the new incarnation id; 'check': ''
--- ARGV[4]  m, how many settings values follow (twice the number of fields; 0 unless 'init')
--- ARGV[5 .. 4+m]  'init': the cluster's settings as field/value pairs
--- ARGV[5+m ..]    per slot, three keys: incarnation `<prefix>:node:{<slot tag>}:incarnation`, init marks
---                 `…:fresh`, settings `…:settings`
+-- ARGV[4]  head of every node-state key, `<prefix>:node:{`
+-- ARGV[5]  tail of the incarnation key `}:incarnation`; ARGV[6] of the init marks `}:fresh`; ARGV[7] of the
+--          settings `}:settings`
+-- ARGV[8]  m, how many settings values follow (twice the number of fields; 0 unless 'init')
+-- ARGV[9 .. 8+m]  'init': the cluster's settings as field/value pairs
+-- ARGV[9+m]      the slots' tags, joined by ',' (a tag is [0-9a-z]+; one argument, not thousands)
 --
--- Returns one reply per slot, in ARGV's order, each exactly fresh-init.lua's:
+-- Returns one reply per slot, in the tags' order, each exactly fresh-init.lua's:
 --   {1}   OK
 --   {10}  INITIALIZED
 --   {12}  NO_INIT_MARK
 
 -- @include fresh-init-step
 
-local m = tonumber(ARGV[4])
+local head = ARGV[4]
+local m = tonumber(ARGV[8])
 local settings = {}
-for i = 5, 4 + m do
+for i = 9, 8 + m do
   settings[#settings + 1] = ARGV[i]
 end
 local replies = {}
-for i = 5 + m, #ARGV, 3 do
-  replies[#replies + 1] = fresh_init_step(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[1], ARGV[2], ARGV[3], settings)
+for tag in string.gmatch(ARGV[9 + m], '[^,]+') do
+  local base = head .. tag
+  replies[#replies + 1] =
+    fresh_init_step(base .. ARGV[5], base .. ARGV[6], base .. ARGV[7], ARGV[1], ARGV[2], ARGV[3], settings)
 end
 return replies

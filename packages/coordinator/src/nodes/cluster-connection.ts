@@ -44,6 +44,7 @@ import {
   type FoldReply,
   type FreshInitReply,
   type InspectReply,
+  type ProbeShardReply,
   type PromiseReply,
   type ReleaseReply,
   type RepairReadReply,
@@ -54,12 +55,14 @@ import { loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
   nodeStateKeys,
+  slotKeyTemplate,
   resourceKeyPattern,
   slotFloorKeyPattern,
   tokenKeyPattern,
   type NodeStateKeys,
+  type SlotKeyTemplate,
 } from '../redlock/keys.js';
-import { keySlot, SLOT_COUNT } from '../redlock/slots.js';
+import { keySlot, slotTag, SLOT_COUNT } from '../redlock/slots.js';
 import {
   NodeConnection,
   ownedClientOptions,
@@ -77,7 +80,7 @@ import {
 } from './node-check.js';
 import { describeValue } from './client-shape.js';
 
-/** Slots read per pipeline by a probe (two GETs each). */
+/** Slots read per pipeline by a probe that cannot use probe-shard.lua (two GETs each). */
 const PROBE_CHUNK = 512;
 /** Per-slot scripts in flight at once in a bulk operation (fresh initialization, settings, repair bookkeeping). */
 const SLOT_CHUNK = 512;
@@ -161,6 +164,50 @@ interface SlotRange {
   readonly replicas: readonly string[];
 }
 
+/** Probe reads in flight, per master connection and (key head, slots). */
+const probeReads = new WeakMap<Redis, Map<string, Promise<ProbeShardReply>>>();
+
+/**
+ * The probe-shard.lua read of `key` on `client`, joined when the same read is in flight there: coordinators that
+ * share a Cluster client and start together (one per Redlock, say) read each shard once. Joining a read that began
+ * a moment before one's own call is as safe as reading a moment earlier: no decision trusts a probe alone — every
+ * script re-checks its slot's incarnation key atomically, a fresh initialization marks and checks every slot
+ * (nodes/fresh-cluster.ts), and a repair claims the slot first.
+ */
+function sharedRead(
+  client: Redis,
+  key: string,
+  read: () => Promise<ProbeShardReply>,
+): Promise<ProbeShardReply> {
+  let reads = probeReads.get(client);
+  if (reads === undefined) {
+    reads = new Map();
+    probeReads.set(client, reads);
+  }
+  const inFlight = reads.get(key);
+  if (inFlight !== undefined) return inFlight;
+  const started = read().finally(() => reads.delete(key));
+  reads.set(key, started);
+  return started;
+}
+
+/** Slot lists by ranges, for slotsOf: a layout changes rarely, and every probe and initialization asks again. */
+const slotLists = new Map<string, readonly number[]>();
+
+/** Every slot of `ranges`, in order. */
+function slotsOf(ranges: readonly SlotRange[]): readonly number[] {
+  const key = ranges.map(({ start, end }) => `${start}-${end}`).join(',');
+  let slots = slotLists.get(key);
+  if (slots === undefined) {
+    const list: number[] = [];
+    for (const { start, end } of ranges) for (let slot = start; slot <= end; slot++) list.push(slot);
+    slots = Object.freeze(list);
+    if (slotLists.size >= 64) slotLists.clear();
+    slotLists.set(key, slots);
+  }
+  return slots;
+}
+
 function parseClusterSlots(reply: unknown): SlotRange[] {
   if (!Array.isArray(reply)) return [];
   const address = (entry: unknown): string | undefined =>
@@ -198,6 +245,10 @@ export class ClusterConnection extends NodeConnection {
   onSlotEmpty: (slot: number) => void = () => undefined;
   /** The slot layout the last probe read. */
   private layout: SlotRange[] = [];
+  /** The 'ready' listeners this member put on the Cluster client's node connections. */
+  private readonly nodeListeners: [Redis, () => void][] = [];
+  /** Every slot's node-state keys as text around the slot's tag, for the scripts over a whole shard. */
+  private readonly keyTemplate: SlotKeyTemplate;
 
   static create(
     index: number,
@@ -273,12 +324,25 @@ export class ClusterConnection extends NodeConnection {
       reportError,
       connectTimeoutMs,
     );
-    // Every master connection (and reconnection) caches the scripts before its calls (no EVAL fallback).
-    cluster.on('+node', (redis: Redis) => {
-      redis.on('ready', () => {
+    this.keyTemplate = slotKeyTemplate(prefix);
+    // Every master connection (and reconnection) caches the scripts before its calls (no EVAL fallback). The
+    // listeners come off in close(): the Cluster client may be yours, serving other coordinators after this one.
+    this.listen('+node', (redis: Redis) => {
+      const load = (): void => {
         loadScripts(redis).catch((error: unknown) => this.reportError(this.index, 'load-scripts', error));
-      });
+      };
+      if (redis.getMaxListeners() > 0) redis.setMaxListeners(redis.getMaxListeners() + 1);
+      redis.on('ready', load);
+      this.nodeListeners.push([redis, load]);
     });
+  }
+
+  override async close(): Promise<void> {
+    for (const [redis, load] of this.nodeListeners.splice(0)) {
+      redis.off('ready', load);
+      if (redis.getMaxListeners() > 1) redis.setMaxListeners(redis.getMaxListeners() - 1);
+    }
+    await super.close();
   }
 
   override get isCluster(): boolean {
@@ -648,14 +712,20 @@ export class ClusterConnection extends NodeConnection {
     await Promise.all(
       masters.map(async ({ client, ranges }) => {
         if (client === undefined) return;
-        const slots = ranges.flatMap(({ start, end }) =>
-          Array.from({ length: end - start + 1 }, (_, i) => start + i),
-        );
-        const args: (string | number)[] = [step, nonce, argument, fields.length, ...fields];
-        for (const slot of slots) {
-          const keys = this.stateKeysOf(slot);
-          args.push(keys.incarnation, keys.fresh, keys.settings);
-        }
+        const slots = slotsOf(ranges);
+        const { head, tails } = this.keyTemplate;
+        const args: (string | number)[] = [
+          step,
+          nonce,
+          argument,
+          head,
+          tails.incarnation,
+          tails.fresh,
+          tails.settings,
+          fields.length,
+          ...fields,
+          slots.map(slotTag).join(','),
+        ];
         try {
           const raw = await withTimeout(
             runScript(client, 'fresh-init-shard', [], args),
@@ -924,29 +994,13 @@ export class ClusterConnection extends NodeConnection {
                 ...(await this.checkServer(client, timeoutMs)).map((p) => `shard ${address}: ${p}`),
               );
               await loadScripts(client);
-              const slots = ranges.flatMap((r) =>
-                Array.from({ length: r.end - r.start + 1 }, (_, i) => r.start + i),
-              );
-              // In pipelines of PROBE_CHUNK slots, one after another: the event loop is free between two (one
-              // pipeline of every slot kept it busy for a fifth of a second at start-up).
-              const results: [Error | null, unknown][] = [];
-              for (let from = 0; from < slots.length; from += PROBE_CHUNK) {
-                const pipeline = client.pipeline();
-                for (const slot of slots.slice(from, from + PROBE_CHUNK)) {
-                  const k = this.stateKeysOf(slot);
-                  pipeline.get(k.incarnation);
-                  pipeline.get(k.seal);
-                }
-                results.push(
-                  ...((await withTimeout(pipeline.exec(), timeoutMs, `node ${this.index} check`)) ?? []),
-                );
-              }
+              const slots = slotsOf(ranges);
+              const states = await this.readSlotStates(client, slots, timeoutMs);
               slots.forEach((slot, i) => {
-                const [incError, incarnation] = results[2 * i] ?? [new Error('no reply'), null];
-                const [, seal] = results[2 * i + 1] ?? [null, null];
-                if (incError !== null) return; // moved or migrating: left as last seen
-                this.setSlot(slot, incarnation !== null && incarnation !== undefined);
-                this.sealEpochs[slot] = typeof seal === 'string' ? seal : '';
+                const state = states[i];
+                if (state === undefined) return; // moved or migrating: left as last seen
+                this.setSlot(slot, state.initialized);
+                this.sealEpochs[slot] = state.seal;
                 if (this.slotInitialized[slot] === 1) voting++;
                 if (this.slotsUnderRepair.has(slot)) underRepair++;
               });
@@ -1003,6 +1057,64 @@ export class ClusterConnection extends NodeConnection {
   }
 
   /** A master's settings as DESIGN §3 requires them (each problem names the setting). */
+  /**
+   * Whether each of `slots` (served by the master behind `client`) holds its incarnation key, and its seal epoch: one
+   * probe-shard.lua call, or, when that call fails (a slot moved: the script refuses a key its node does not
+   * serve), two GETs per slot in pipelines of PROBE_CHUNK slots, one after another, so the event loop is free between
+   * two. A slot whose read failed is `undefined`.
+   */
+  private async readSlotStates(
+    client: Redis,
+    slots: readonly number[],
+    timeoutMs: number,
+  ): Promise<({ initialized: boolean; seal: string } | undefined)[]> {
+    try {
+      const { head, tails } = this.keyTemplate;
+      const reply = await withTimeout(
+        sharedRead(client, `${head}|${slots[0]}|${slots.at(-1)}|${slots.length}`, async () =>
+          interpretReply(
+            'probe-shard',
+            await runScript(
+              client,
+              'probe-shard',
+              [],
+              [head, tails.incarnation, tails.seal, slots.map(slotTag).join(',')],
+            ),
+          ),
+        ),
+        timeoutMs,
+        `node ${this.index} check`,
+      );
+      if (reply.flags.length === slots.length) {
+        return slots.map((_, i) => ({
+          initialized: reply.flags[i] === '1',
+          seal: reply.epochs.get(i + 1) ?? '',
+        }));
+      }
+    } catch {
+      // Read slot by slot below.
+    }
+    const results: [Error | null, unknown][] = [];
+    for (let from = 0; from < slots.length; from += PROBE_CHUNK) {
+      const pipeline = client.pipeline();
+      for (const slot of slots.slice(from, from + PROBE_CHUNK)) {
+        const k = this.stateKeysOf(slot);
+        pipeline.get(k.incarnation);
+        pipeline.get(k.seal);
+      }
+      results.push(...((await withTimeout(pipeline.exec(), timeoutMs, `node ${this.index} check`)) ?? []));
+    }
+    return slots.map((_, i) => {
+      const [incError, incarnation] = results[2 * i] ?? [new Error('no reply'), null];
+      const [, seal] = results[2 * i + 1] ?? [null, null];
+      if (incError !== null) return undefined;
+      return {
+        initialized: incarnation !== null && incarnation !== undefined,
+        seal: typeof seal === 'string' ? seal : '',
+      };
+    });
+  }
+
   private async checkServer(client: Redis, timeoutMs: number): Promise<string[]> {
     const config: Partial<Record<CheckedSetting, string>> = {};
     await Promise.all(

@@ -207,32 +207,45 @@ export class NodeConnection implements ProtocolNode {
     this.acquires = this.batcher('acquire', [k.incarnation, k.floor, k.seal, k.settings]);
     this.releases = this.batcher('release', []);
     // Remembered to say *why* a node is unreachable (ioredis' own message is "Stream isn't writeable").
-    this.client.on('error', (error: unknown) => {
+    this.listen('error', (error: unknown) => {
       this.lastConnectionError = error;
     });
     if (this.owned) {
       // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
-      this.client.on('error', (error: unknown) => this.reportError(this.index, 'connection', error));
+      this.listen('error', (error: unknown) => this.reportError(this.index, 'connection', error));
     }
     // Every connection (and reconnection) caches the scripts before its first call: runScript has no EVAL
     // fallback, which could reorder calls.
-    this.client.on('ready', this.loadScripts);
+    this.listen('ready', () => this.reloadScripts());
     if (this.client.status === 'ready') this.reloadScripts();
     // A server that accepts the connection and closes it before any Redis reply (Postgres, say) is not Redis.
-    this.client.on('connect', () => {
+    this.listen('connect', () => {
       this.awaitingReady = true;
     });
-    this.client.on('ready', () => {
+    this.listen('ready', () => {
       this.awaitingReady = false;
       this.closedBeforeReady = 0;
     });
-    this.client.on('close', () => {
+    this.listen('close', () => {
       if (this.awaitingReady) this.closedBeforeReady++;
       this.awaitingReady = false;
     });
+    // A client of yours may serve many coordinators (one per Redlock, say): each adds two listeners of one event,
+    // which is not a leak while it runs — close() takes them off again — so the client's warning limit grows by two
+    // while it does, instead of Node warning at the eleventh.
+    if (!this.owned && this.client.getMaxListeners() > 0) {
+      this.client.setMaxListeners(this.client.getMaxListeners() + LISTENERS_PER_EVENT);
+    }
   }
 
-  private readonly loadScripts = (): void => this.reloadScripts();
+  /** Listeners this connection put on its client, taken off by close(). */
+  private readonly listeners: [string, (...args: never[]) => void][] = [];
+
+  /** Adds a listener to the client, remembered so that close() takes it off a client you passed in. */
+  protected listen(event: string, listener: (...args: never[]) => void): void {
+    this.client.on(event, listener as (...args: unknown[]) => void);
+    this.listeners.push([event, listener]);
+  }
 
   /** Loads every script into the node's script cache (a Cluster member: into every master's). */
   protected reloadScripts(): void {
@@ -633,8 +646,16 @@ export class NodeConnection implements ProtocolNode {
   }
 
   async close(): Promise<void> {
-    this.client.off('ready', this.loadScripts);
-    if (!this.owned) return;
+    const attached = this.listeners.splice(0);
+    for (const [event, listener] of attached) {
+      this.client.off(event, listener as (...args: unknown[]) => void);
+    }
+    if (!this.owned) {
+      if (attached.length > 0 && this.client.getMaxListeners() > LISTENERS_PER_EVENT) {
+        this.client.setMaxListeners(this.client.getMaxListeners() - LISTENERS_PER_EVENT);
+      }
+      return;
+    }
     try {
       await withTimeout(this.client.quit(), 1_000, 'quit');
     } catch {
@@ -642,6 +663,9 @@ export class NodeConnection implements ProtocolNode {
     }
   }
 }
+
+/** The most listeners of one event a connection puts on its client ('ready': the script load and the ready check). */
+const LISTENERS_PER_EVENT = 2;
 
 /** Start of every "not a Redis server" reason (`nodeStatus().problems`, the `not-redis` node state). */
 export const NOT_REDIS = 'not a Redis server';

@@ -31,7 +31,7 @@ import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink, type ShardStatus } from './node-connection.js';
 import { ClusterConnection, isClusterClient, isClusterConfig } from './cluster-connection.js';
 import { foldIdleRegisters, foldIntervalMs } from './fold.js';
-import { initializeFreshCluster } from './fresh-cluster.js';
+import { initializeFreshCluster, type FreshInitOutcome } from './fresh-cluster.js';
 import {
   parseRecorded,
   reconcileSettings,
@@ -72,6 +72,9 @@ export interface NodeRepairStatus extends RepairProgress {
 const RECHECK_INTERVAL_MS = 1_000;
 /** How long a fresh-cluster mark outlives an initializing process that died between its steps. */
 const FRESH_MARK_TTL_MS = 30_000;
+
+/** Fresh initializations this process runs now, by key prefix and node identities (see `afterProbe`). */
+const freshInitsInFlight = new Map<string, Promise<FreshInitOutcome>>();
 
 /** The monotonic clock of a real process. */
 export const SYSTEM_CLOCK: ProtocolClock = {
@@ -467,7 +470,20 @@ export class NodeSet implements ProtocolContext {
     // unchanged, so a node that another process initializes or repairs meanwhile makes it give up. The probe is no proof (a node can be initialized, vote and restart empty meanwhile), so the
     // initialization marks, checks and only then initializes every node (nodes/fresh-cluster.ts holds the
     // argument). With any node unreachable, nothing is initialized.
-    const outcome = await initializeFreshCluster(this.nodes, {
+    //
+    // Coordinators of this process that start on the same nodes at the same moment (one per Redlock made over the
+    // same clients, say) initialize them once: a second one waits for the first's initialization and then looks
+    // again, exactly as it does when it gives up because another process initialized first. It initializes nothing
+    // itself on that path, so the argument above is untouched; it only spares the nodes a second mark and check of
+    // everything (16 384 slots per Cluster member).
+    const key = `${this.settings.keyPrefix}\n${this.nodes.map((n) => n.identity).join('\n')}`;
+    const running = freshInitsInFlight.get(key);
+    if (running !== undefined) {
+      await running.catch(() => undefined);
+      await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
+      return;
+    }
+    const initializing = initializeFreshCluster(this.nodes, {
       timeoutMs: this.probeTimeoutMs,
       markTtlMs: FRESH_MARK_TTL_MS,
       settings: settingsRecord({
@@ -478,6 +494,8 @@ export class NodeSet implements ProtocolContext {
       // A node whose configuration is refused is checked like the others but not initialized: it joins later.
       initialize: (index) => uninitialized.includes(this.nodes[index]!),
     });
+    freshInitsInFlight.set(key, initializing);
+    const outcome = await initializing.finally(() => freshInitsInFlight.delete(key));
     if (outcome.kind === 'initialized') {
       for (const index of outcome.initialized) this.nodes[index]!.markInitialized();
     } else {

@@ -115,6 +115,35 @@ export interface NodeStateKeys {
 }
 
 /**
+ * The node-state keys of every slot of a Redis Cluster member as text around the slot's tag: key `name` of slot `s` is
+ * `head + slotTag(s) + tails[name]`. A script over many slots (fresh-init-shard.lua, probe-shard.lua) is sent the
+ * template and the slots' tags, not 16 384 × k whole keys. Cut out of {@link nodeStateKeys}'s own keys, so that
+ * builder stays the one place key names are made (a unit test rebuilds every slot's keys from the template).
+ */
+export interface SlotKeyTemplate {
+  readonly head: string;
+  readonly tails: { readonly [K in keyof NodeStateKeys]: string };
+}
+
+export function slotKeyTemplate(prefix: string): SlotKeyTemplate {
+  const tag = `{${slotTag(0)}}`;
+  const keys = nodeStateKeys(prefix, 0);
+  const cut = (key: string): [string, string] => {
+    const at = key.lastIndexOf(tag);
+    return [key.slice(0, at + 1), key.slice(at + tag.length - 1)];
+  };
+  const head = cut(keys.incarnation)[0];
+  const tails = Object.fromEntries(
+    (Object.keys(keys) as (keyof NodeStateKeys)[]).map((name) => {
+      const [h, tail] = cut(keys[name]);
+      if (h !== head) throw new Error(`node-state key ${name} does not start like the others: ${keys[name]}`);
+      return [name, tail];
+    }),
+  ) as { [K in keyof NodeStateKeys]: string };
+  return { head, tails };
+}
+
+/**
  * The node-state keys under `prefix`: one set per standalone node, or, with `slot`, the set of one slot of a Redis
  * Cluster member (DESIGN §3c), `${prefix}:node:{<slotTag(slot)>}:…`, all stored in that slot, so that a script on a
  * resource of that slot reads its node state in the same atomic call.

@@ -47,6 +47,7 @@ export type ScriptName =
   | 'fold-slot'
   | 'fresh-init'
   | 'fresh-init-shard'
+  | 'probe-shard'
   | 'settings';
 
 /** The codes each script may return. */
@@ -90,6 +91,7 @@ export const SCRIPT_CODES = {
   'fold-slot': [ScriptCode.OK, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
   'fresh-init-shard': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
+  'probe-shard': [ScriptCode.OK],
   settings: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
 } as const satisfies Record<ScriptName, readonly ScriptCode[]>;
 
@@ -163,6 +165,16 @@ export type SettingsReply =
 export type FreshInitReply =
   { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'init-mark-lost' };
 
+/**
+ * probe-shard.lua: per slot of the call, in its order, whether the slot holds its incarnation key (`flags[i]` is
+ * '1') and its seal epoch (`epochs`, by position; absent: the empty epoch).
+ */
+export type ProbeShardReply = {
+  readonly kind: 'probed';
+  readonly flags: string;
+  readonly epochs: ReadonlyMap<number, string>;
+};
+
 export interface ScriptReplies {
   acquire: AcquireReply;
   promise: PromiseReply;
@@ -179,6 +191,7 @@ export interface ScriptReplies {
   'fresh-init': FreshInitReply;
   /** One slot's entry of the reply (split with {@link splitBatchReply}), as fresh-init.lua answers for that slot. */
   'fresh-init-shard': FreshInitReply;
+  'probe-shard': ProbeShardReply;
   settings: SettingsReply;
 }
 
@@ -359,6 +372,12 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'init-mark-lost' });
     }
   },
+  'probe-shard': (r) => {
+    switch (r.code(SCRIPT_CODES['probe-shard'])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'probed', flags: r.slotFlags(1), epochs: r.epochsByPosition(2) });
+    }
+  },
   settings: (r) => {
     switch (r.code(SCRIPT_CODES.settings)) {
       case ScriptCode.OK:
@@ -471,6 +490,34 @@ class ReplyReader {
     const value = this.at(index);
     if (typeof value !== 'string') throw this.malformed(`field ${index} must be a seal epoch`);
     return value;
+  }
+
+  /** A string of '0' and '1', one per slot of the call. */
+  slotFlags(index: number): string {
+    const value = this.at(index);
+    if (typeof value !== 'string' || !/^[01]+$/.test(value)) {
+      throw this.malformed(`field ${index} must be a string of 0 and 1, one per slot`);
+    }
+    return value;
+  }
+
+  /** Field `index` as (position from 1, seal epoch) pairs. */
+  epochsByPosition(index: number): Map<number, string> {
+    const items = this.array(index, 2, 'position/epoch pairs');
+    const epochs = new Map<number, string>();
+    for (let i = 0; i < items.length; i += 2) {
+      const [position, epoch] = [items[i], items[i + 1]];
+      if (
+        typeof position !== 'number' ||
+        !Number.isSafeInteger(position) ||
+        position < 1 ||
+        typeof epoch !== 'string'
+      ) {
+        throw this.malformed(`field ${index} must hold positions and seal epochs`);
+      }
+      epochs.set(position, epoch);
+    }
+    return epochs;
   }
 
   /** Field `index` is an array; its entries, checked to be there. */

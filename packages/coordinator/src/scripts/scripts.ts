@@ -27,6 +27,7 @@ export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' }
   'fresh-init': 3,
   // Its keys span many slots, which Redis Cluster refuses to have declared: they are passed in ARGV.
   'fresh-init-shard': 0,
+  'probe-shard': 0,
   settings: 2,
 };
 
@@ -68,18 +69,38 @@ function scripts(): ReadonlyMap<ScriptName, LoadedScript> {
   return loaded;
 }
 
+/** Loads in flight, per connection: the coordinators sharing a client of yours share its load. */
+const loading = new WeakMap<Redis, Promise<void>>();
+
 /**
  * Loads every script into a node's script cache (SCRIPT LOAD), in one go on the connection. `NodeConnection`
  * does this whenever its connection becomes ready, before any script call can be written behind it.
+ *
+ * A call while a load is in flight on the same connection joins it instead of sending the scripts again: that load's
+ * commands were written before this call, so every script call written after it still runs behind them, as with a
+ * load of its own (the node answers commands of one connection in order). Ten Redlocks made over one client at
+ * once load the scripts once, not ten times.
  */
-export async function loadScripts(client: Redis): Promise<void> {
-  await Promise.all(
+export function loadScripts(client: Redis): Promise<void> {
+  const inFlight = loading.get(client);
+  if (inFlight !== undefined) return inFlight;
+  const load = Promise.all(
     [...scripts().values()].map((script) => {
-      const load = new Command('script', ['LOAD', script.source], { replyEncoding: 'utf8' });
-      client.sendCommand(load);
-      return load.promise;
+      const command = new Command('script', ['LOAD', script.source], { replyEncoding: 'utf8' });
+      client.sendCommand(command);
+      return command.promise;
     }),
+  ).then(
+    () => {
+      loading.delete(client);
+    },
+    (error: unknown) => {
+      loading.delete(client);
+      throw error;
+    },
   );
+  loading.set(client, load);
+  return load;
 }
 
 /** The node does not have the script cached (it restarted, or someone ran SCRIPT FLUSH). */

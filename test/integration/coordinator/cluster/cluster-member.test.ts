@@ -8,7 +8,8 @@ import { Coordinator } from '@fenced/coordinator';
 import { eventually } from '@fenced/test-utils/eventually';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
-import { keySlot, nodeStateKeys } from '../../../fixtures/keys.js';
+import { keySlot, nodeStateKeys, slotKeyTemplate, slotTag } from '../../../fixtures/keys.js';
+import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
 import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
 
 const members: RedisClusterMember[] = [];
@@ -157,34 +158,56 @@ describe('initializing fresh Cluster members', () => {
   }, 60_000);
 });
 
-describe('fresh-init-shard.lua on a real cluster', () => {
-  it("runs each slot's step on the master serving it, and fails on a key of a slot the master does not serve", async () => {
+describe('the scripts over a whole shard, on a real cluster', () => {
+  it("run each slot's step on the master serving it, and fail on a key of a slot the master does not serve", async () => {
     const member = members[0]!;
     const master = await member.masterOf(0);
     const other = (await member.masterOf(16383)).port;
     expect(other).not.toBe(master.port);
     const client = new Redis(master.port, '127.0.0.1');
+    const { head, tails } = slotKeyTemplate('shard-script');
+    const tags = (slots: number[]) => slots.map(slotTag).join(',');
     try {
       await loadScripts(client);
-      const here = [0, 1, 2].map((slot) => nodeStateKeys('shard-script', slot));
-      const keysOf = (list: typeof here) => list.flatMap((k) => [k.incarnation, k.fresh, k.settings]);
-      const step = (name: string, argument: string | number, keys: string[], settings: string[] = []) =>
+      const step = (name: string, argument: string | number, slots: number[], settings: string[] = []) =>
         runScript(
           client,
           'fresh-init-shard',
           [],
-          [name, 'n1', argument, settings.length, ...settings, ...keys],
+          [
+            name,
+            'n1',
+            argument,
+            head,
+            tails.incarnation,
+            tails.fresh,
+            tails.settings,
+            settings.length,
+            ...settings,
+            tags(slots),
+          ],
         );
-      expect(await step('mark', 30_000, keysOf(here))).toEqual([[1], [1], [1]]);
-      expect(await step('check', '', keysOf(here))).toEqual([[1], [1], [1]]);
-      expect(await step('init', 'inc-1', keysOf(here), ['maxTtlMs', '3000'])).toEqual([[1], [1], [1]]);
-      expect(await client.get(here[2]!.incarnation)).toBe('inc-1');
-      expect(await client.hget(here[1]!.settings, 'maxTtlMs')).toBe('3000');
-      expect(await step('mark', 30_000, keysOf(here))).toEqual([[10], [10], [10]]);
-      // A slot of another master: Redis refuses the undeclared key instead of writing it here.
-      await expect(step('mark', 30_000, keysOf([nodeStateKeys('shard-script', 16383)]))).rejects.toThrow(
-        /non local key/,
-      );
+      const probe = async (slots: number[]) =>
+        interpretReply(
+          'probe-shard',
+          await runScript(client, 'probe-shard', [], [head, tails.incarnation, tails.seal, tags(slots)]),
+        );
+      expect(await probe([0, 1, 2])).toEqual({ kind: 'probed', flags: '000', epochs: new Map() });
+      expect(await step('mark', 30_000, [0, 1, 2])).toEqual([[1], [1], [1]]);
+      expect(await step('check', '', [0, 1, 2])).toEqual([[1], [1], [1]]);
+      expect(await step('init', 'inc-1', [0, 2], ['maxTtlMs', '3000'])).toEqual([[1], [1]]);
+      expect(await client.get(nodeStateKeys('shard-script', 2).incarnation)).toBe('inc-1');
+      expect(await client.hget(nodeStateKeys('shard-script', 2).settings, 'maxTtlMs')).toBe('3000');
+      expect(await step('mark', 30_000, [0, 1, 2])).toEqual([[10], [1], [10]]);
+      await client.set(nodeStateKeys('shard-script', 2).seal, 'epoch-2');
+      expect(await probe([0, 1, 2])).toEqual({
+        kind: 'probed',
+        flags: '101',
+        epochs: new Map([[3, 'epoch-2']]),
+      });
+      // A slot of another master: Redis refuses the undeclared key instead of reading or writing it here.
+      await expect(step('mark', 30_000, [16383])).rejects.toThrow(/non local key/);
+      await expect(probe([0, 16383])).rejects.toThrow(/non local key/);
       const owner = new Redis(other, '127.0.0.1');
       await expect(owner.exists(nodeStateKeys('shard-script', 16383).fresh))
         .resolves.toBe(0)

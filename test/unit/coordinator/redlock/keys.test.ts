@@ -3,11 +3,13 @@ import { describe, expect, it } from 'vitest';
 import {
   encodeResourceTag,
   leaseKeyOfRecord,
+  nodeStateKeys,
   resourceKeys,
   resourceNameClash,
+  slotKeyTemplate,
   tokenKeyPattern,
 } from '../../../../packages/coordinator/src/redlock/keys.js';
-import { keySlot, slotTag } from '../../../../packages/coordinator/src/redlock/slots.js';
+import { keySlot, SLOT_COUNT, slotTag } from '../../../../packages/coordinator/src/redlock/slots.js';
 
 /** Redis' hash tag rule: the text between the first '{' and the first '}' after it, if non-empty. */
 function hashTag(key: string): string {
@@ -97,5 +99,19 @@ describe("resource keys in the 'redlock' layout", () => {
     expect(resourceNameClash('fenced', 'fenced:{x}:token', 'redlock')).toBe(true);
     expect(resourceNameClash('fenced', 'fenced:{x}:token', 'fenced')).toBe(false);
     expect(resourceNameClash('fenced', '{redlock}x', 'redlock')).toBe(false);
+  });
+});
+
+describe('slotKeyTemplate', () => {
+  it("rebuilds every slot's node-state keys as head + tag + tail, for any prefix", () => {
+    for (const prefix of ['fenced', 'a:b', 'pre{fix}', '']) {
+      const { head, tails } = slotKeyTemplate(prefix);
+      for (let slot = 0; slot < SLOT_COUNT; slot++) {
+        const keys = nodeStateKeys(prefix, slot);
+        for (const name of Object.keys(keys) as (keyof typeof keys)[]) {
+          expect(head + slotTag(slot) + tails[name]).toBe(keys[name]);
+        }
+      }
+    }
   });
 });

@@ -65,6 +65,7 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
   'fold-slot': { 1: [1, '0', 3], 3: [3], 4: [4] },
   'fresh-init': { 1: [1], 10: [10], 12: [12] },
   'fresh-init-shard': { 1: [1], 10: [10], 12: [12] },
+  'probe-shard': { 1: [1, '101', [2, 'epoch-1']] },
   settings: { 1: [1, ['maxTtlMs', '3000']], 3: [3] },
 };
 

@@ -1,0 +1,71 @@
+// Many coordinators over the same clients in one process — one Redlock per test, or per request, over the clients an
+// application already has (node-redlock's own suite does this): they load the scripts once per connection, mark and
+// initialize fresh nodes once, leave no listener on the clients after close, and make Node print no
+// MaxListenersExceededWarning.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import Redlock from '@fenced/redlock';
+import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { SCRIPT_NAMES } from '../../../../packages/coordinator/src/scripts/scripts.js';
+
+let env: RedisNodes;
+let admin: Redis[] = [];
+
+beforeAll(async () => {
+  env = await startRedisNodes(3, { useExisting: false });
+  admin = env.urls.map((url) => new Redis(url));
+});
+
+afterAll(async () => {
+  admin.forEach((a) => a.disconnect());
+  await env?.stop();
+});
+
+/** Calls of `command` (as INFO commandstats names it) on each node since the last CONFIG RESETSTAT. */
+async function calls(command: string): Promise<number[]> {
+  return Promise.all(
+    admin.map(async (a) =>
+      Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await a.info('commandstats'))?.[1] ?? 0),
+    ),
+  );
+}
+
+describe('twelve Redlocks made at once over the same three clients', () => {
+  it('load the scripts and mark the fresh nodes once, warn about nothing, and leave no listener behind', async () => {
+    const clients = env.urls.map((url) => new Redis(url));
+    await Promise.all(clients.map((c) => c.ping()));
+    await Promise.all(admin.map((a) => a.config('RESETSTAT')));
+    const before = clients.map((c) => ({
+      ready: c.listenerCount('ready'),
+      error: c.listenerCount('error'),
+      close: c.listenerCount('close'),
+      max: c.getMaxListeners(),
+    }));
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const redlocks = Array.from({ length: 12 }, () => new Redlock(clients, { keyPrefix: 'shared' }));
+      const locks = await Promise.all(redlocks.map((r, i) => r.acquire([`shared-${i}`], 5_000)));
+      await Promise.all(locks.map((l) => l.release()));
+      // One SCRIPT LOAD per script per connection (twelve without sharing the load in flight).
+      for (const loads of await calls('script\\|load')) expect(loads).toBe(SCRIPT_NAMES.length);
+      // The fresh nodes were marked once (SADD is the mark, fresh-init.lua), not once per Redlock.
+      expect(await calls('sadd')).toEqual([1, 1, 1]);
+      await Promise.all(redlocks.map((r) => r.coordinator.close()));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+      expect(
+        clients.map((c) => ({
+          ready: c.listenerCount('ready'),
+          error: c.listenerCount('error'),
+          close: c.listenerCount('close'),
+          max: c.getMaxListeners(),
+        })),
+      ).toEqual(before);
+    } finally {
+      process.off('warning', onWarning);
+      clients.forEach((c) => c.disconnect());
+    }
+  });
+});
