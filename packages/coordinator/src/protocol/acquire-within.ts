@@ -9,6 +9,12 @@
  * only then does the caller wait (woken by the release of the resource that blocked it, with a timed fallback,
  * bounded by `waitMs`) and start a new round from the first resource.
  *
+ * The first round of an acquire that may wait (`waitMs` > 0) over several resources is **optimistic**: it makes
+ * every resource's attempt at once (one batch per node, so one round trip for the whole set instead of one per
+ * resource, and every grant's validity starts at the same moment) and counts as failed unless every resource was
+ * granted; the blocking resource is then the first one in lock order that was not. Every later round, and every
+ * round of a `tryAcquire`, is ordered as above.
+ *
  * Safety:
  * 1. All or nothing: a round returns a lease only when every resource was granted; on any other outcome — a
  *    resource held, too few nodes, token exhaustion, an exception — it awaits the release of every grant it made
@@ -22,7 +28,10 @@
  * Liveness:
  * 4. No deadlock: a process never waits while it holds anything — waiting happens only after the round's grants
  *    were released — so no cycle of "holds X, waits for Y" can form (the hold-and-wait condition never holds).
- * 5. No livelock between overlapping sets: all rounds take resources in the same order, so a process can hold a
+ * 5. No livelock between overlapping sets: all rounds but an acquire's first take resources in the same order (the
+ *    optimistic first round can fail for two overlapping requests at once, each holding part of the other's set,
+ *    but it is one round per acquire call: both release everything before waiting and go on in order, as below), so
+ *    a process can hold a
  *    resource only if it won every smaller resource of its set in the same round. Two requests for {A, B} and
  *    {B, A} both start with A; the one that loses A holds nothing and never touches B, so the winner of A cannot
  *    be refused B by it. In general, among contenders for overlapping sets, the holder of the smallest contended
@@ -99,9 +108,12 @@ export async function acquireWithin(
   const deadline = context.now() + request.waitMs;
   const subscriptions = new Map<string, ReleaseSubscription>();
   let granted = false;
+  // The optimistic first round (see the top of this file): a set's resources at once.
+  let allAtOnce = request.resources.length > 1 && request.waitMs > 0;
   try {
     for (;;) {
-      const round = await attemptRound(context, request);
+      const round = await attemptRound(context, request, allAtOnce);
+      allAtOnce = false;
       reportAttempt(request.onAttempt, 'acquire', round.asked, round.votes, round.kind === 'granted');
       if (round.kind === 'granted') {
         granted = true;
@@ -146,8 +158,15 @@ export async function acquireWithin(
   }
 }
 
-/** One round: a single attempt per resource in lock order; every grant released when any resource fails. */
-async function attemptRound(context: AcquireLoopContext, request: AcquireLoopRequest): Promise<RoundResult> {
+/**
+ * One round: a single attempt per resource, in lock order one after another, or all at once (`allAtOnce`); every
+ * grant released when any resource fails.
+ */
+async function attemptRound(
+  context: AcquireLoopContext,
+  request: AcquireLoopRequest,
+  allAtOnce: boolean,
+): Promise<RoundResult> {
   const { resources, leaseId, ttlMs } = request;
   const grants = new Map<string, LeaseGrant>();
   // Each attempted resource's votes, in lock order: the round's report (read only, never for the decision).
@@ -155,14 +174,38 @@ async function attemptRound(context: AcquireLoopContext, request: AcquireLoopReq
   const votes: Promise<readonly NodeVote[]>[] = [];
   let done = false;
   try {
-    for (const resource of resources) {
-      const result = await context.attempt(resource, context.keysOf(resource), leaseId, ttlMs);
-      if (result.votes !== undefined) {
-        asked.push(resource);
-        votes.push(result.votes);
+    if (allAtOnce) {
+      const settled = await Promise.allSettled(
+        resources.map((resource) => context.attempt(resource, context.keysOf(resource), leaseId, ttlMs)),
+      );
+      // Every grant is recorded before anything is decided, so the finally below releases all of them.
+      settled.forEach((outcome, i) => {
+        if (outcome.status === 'fulfilled' && outcome.value.kind === 'granted') {
+          grants.set(resources[i]!, outcome.value.grant);
+        }
+      });
+      let blocked: RoundResult | undefined;
+      for (const [i, outcome] of settled.entries()) {
+        const resource = resources[i]!;
+        if (outcome.status === 'rejected') throw outcome.reason;
+        const result = outcome.value;
+        if (result.votes !== undefined) {
+          asked.push(resource);
+          votes.push(result.votes);
+        }
+        if (result.kind !== 'granted') blocked ??= { kind: 'blocked', resource, result, asked, votes };
       }
-      if (result.kind !== 'granted') return { kind: 'blocked', resource, result, asked, votes };
-      grants.set(resource, result.grant);
+      if (blocked !== undefined) return blocked;
+    } else {
+      for (const resource of resources) {
+        const result = await context.attempt(resource, context.keysOf(resource), leaseId, ttlMs);
+        if (result.votes !== undefined) {
+          asked.push(resource);
+          votes.push(result.votes);
+        }
+        if (result.kind !== 'granted') return { kind: 'blocked', resource, result, asked, votes };
+        grants.set(resource, result.grant);
+      }
     }
     let validUntil = Infinity;
     for (const grant of grants.values()) validUntil = Math.min(validUntil, grant.validUntil);
