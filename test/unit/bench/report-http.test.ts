@@ -39,7 +39,7 @@ describe('scenario 6 in the report', () => {
   });
 
   it('still renders results of the old shape (the app in the bench process, a stub coordinator)', () => {
-    const markdown = renderMarkdown(results('latest.json'));
+    const markdown = renderMarkdown(results('full-2026-11-22.json'));
     expect(markdown).toContain('### 6. Lease grants through the HTTP service');
     expect(markdown).toContain('stub grants/s');
   });
