@@ -32,10 +32,28 @@ function crc16(bytes: Uint8Array, start: number, end: number): number {
   return crc;
 }
 
+/** CRC16 of the characters `start` to `end` of `text`, every one below U+0080 (so each is its own UTF-8 byte). */
+function crc16Ascii(text: string, start: number, end: number): number {
+  let crc = 0;
+  for (let i = start; i < end; i++)
+    crc = ((crc << 8) ^ CRC16_TABLE[((crc >> 8) ^ text.charCodeAt(i)) & 0xff]!) & 0xffff;
+  return crc;
+}
+
 const encoder = new TextEncoder();
+const ASCII = /^[\x00-\x7f]*$/;
 
 /** The hash slot Redis Cluster stores `key` in. */
 export function keySlot(key: string): number {
+  if (ASCII.test(key)) {
+    // Most keys: hashed from the string itself, without encoding it into a new byte array first.
+    const open = key.indexOf('{');
+    if (open !== -1) {
+      const close = key.indexOf('}', open + 1);
+      if (close > open + 1) return crc16Ascii(key, open + 1, close) % SLOT_COUNT;
+    }
+    return crc16Ascii(key, 0, key.length) % SLOT_COUNT;
+  }
   const bytes = encoder.encode(key);
   const open = bytes.indexOf(0x7b); // '{'
   if (open !== -1) {
@@ -67,7 +85,8 @@ function buildSlotTags(): readonly string[] {
   let missing = SLOT_COUNT;
   for (let n = 0; missing > 0; n++) {
     const candidate = n.toString(36);
-    const slot = crc16(encoder.encode(candidate), 0, candidate.length) % SLOT_COUNT;
+    // Base-36 digits are ASCII: no byte array per candidate (encoding each took most of the build's time).
+    const slot = crc16Ascii(candidate, 0, candidate.length) % SLOT_COUNT;
     if (found[slot] === undefined) {
       found[slot] = candidate;
       missing--;

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SLOT_COUNT, keySlot, slotTag } from '../../../../packages/coordinator/src/redlock/slots.js';
 
@@ -35,5 +36,40 @@ describe('slotTag', () => {
   it('refuses a slot out of range, naming what was given', () => {
     expect(() => slotTag(SLOT_COUNT)).toThrow(/0 to 16383; got 16384 \(number\)/);
     expect(() => slotTag(1.5)).toThrow(RangeError);
+  });
+});
+
+describe('keySlot against a plain reference (CRC16/XMODEM of the UTF-8 bytes)', () => {
+  function reference(key: string): number {
+    const bytes = new TextEncoder().encode(key);
+    let start = 0;
+    let end = bytes.length;
+    const open = bytes.indexOf(0x7b);
+    if (open !== -1) {
+      const close = bytes.indexOf(0x7d, open + 1);
+      if (close > open + 1) [start, end] = [open + 1, close];
+    }
+    let crc = 0;
+    for (let i = start; i < end; i++) {
+      crc ^= bytes[i]! << 8;
+      for (let bit = 0; bit < 8; bit++)
+        crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+    return crc % SLOT_COUNT;
+  }
+
+  it('agrees on ASCII keys (hashed from the string) and on any Unicode key (hashed from its bytes)', () => {
+    const braces = fc.constantFrom('{', '}', 'a', 'é', '€', '😀', 'z', '0');
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: 'binary' }),
+          fc.array(braces, { maxLength: 12 }).map((parts) => parts.join('')),
+        ),
+        (key) => keySlot(key) === reference(key),
+      ),
+      { numRuns: 2000 },
+    );
   });
 });
