@@ -41,11 +41,16 @@ function crc16Ascii(text: string, start: number, end: number): number {
 }
 
 const encoder = new TextEncoder();
-const ASCII = /^[\x00-\x7f]*$/;
+
+/** Whether every character of `text` is below U+0080. */
+function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 
 /** The hash slot Redis Cluster stores `key` in. */
 export function keySlot(key: string): number {
-  if (ASCII.test(key)) {
+  if (isAscii(key)) {
     // Most keys: hashed from the string itself, without encoding it into a new byte array first.
     const open = key.indexOf('{');
     if (open !== -1) {
