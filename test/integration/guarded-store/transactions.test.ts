@@ -62,6 +62,40 @@ async function show(db: Kysely<Db> | Transaction<Db>, name: string): Promise<str
   return rows[0]!.value;
 }
 
+/**
+ * A guarded write on `resource` at `token` that keeps its transaction, and so the resource's fence row, open until
+ * `release()` (which resolves once that write committed).
+ */
+async function holdFenceRow(resource: string, token: bigint): Promise<{ release: () => Promise<void> }> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let entered!: () => void;
+  const inside = new Promise<void>((resolve) => (entered = resolve));
+  const holder = f.store.run({ resource, token, leaseId: 'h' }, async () => {
+    entered();
+    await gate;
+  });
+  await inside;
+  return {
+    release: async () => {
+      open();
+      await holder;
+    },
+  };
+}
+
+/** The statement of a session waiting on a lock whose text contains one of `needles`, once there is one. */
+async function lockWaiterQuery(...needles: string[]): Promise<string> {
+  for (;;) {
+    const rows = await f.sql<{ query: string }>(
+      "select query from pg_stat_activity where wait_event_type = 'Lock'",
+    );
+    const waiting = rows.find((r) => needles.some((needle) => r.query.includes(needle)));
+    if (waiting !== undefined) return waiting.query;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 async function items(resource: string): Promise<number> {
   const rows = await f.sql<{ n: number }>('select count(*)::int as n from item where resource = $1', [
     resource,
@@ -122,20 +156,11 @@ describe.each<Kind>(['own', 'user'])('guarded transactions over a %s Kysely', (k
   it('still bounds the wait for a held fence row with lock_timeout', async () => {
     const { store: impatient } = oneConnectionStore(kind, { lockTimeoutMs: 50 });
     const resource = unique('r');
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => (entered = resolve));
-    const holder = f.store.run({ resource, token: 1n, leaseId: 'h' }, async () => {
-      entered();
-      await gate;
-    });
-    await inside;
+    const holder = await holdFenceRow(resource, 1n);
     const error = await impatient
       .run({ resource, token: 2n }, () => Promise.resolve())
       .catch((e: unknown) => e);
-    release();
-    await holder;
+    await holder.release();
     expect(error).toBeInstanceOf(LockTimeoutError);
     // The connection is clean again: the next guarded write on it goes through.
     await impatient.run({ resource, token: 2n }, () => Promise.resolve());
@@ -240,28 +265,10 @@ describe('one round trip to start a guarded transaction over a createDatabase Ky
     await f.store.fenceIn({ resource, token: 1n, leaseId: 'first' });
     // Hold the fence row, and let the store's transaction wait on it: its session's current message is then the
     // one that began the transaction.
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => (entered = resolve));
-    const holder = f.store.run({ resource, token: 2n, leaseId: 'h' }, async () => {
-      entered();
-      await gate;
-    });
-    await inside;
+    const holder = await holdFenceRow(resource, 2n);
     const waiter = store.run({ resource, token: 3n }, () => Promise.resolve());
-    let query: string | undefined;
-    while (query === undefined) {
-      const rows = await f.sql<{ query: string }>(
-        `select query from pg_stat_activity
-          where wait_event_type = 'Lock' and (position($1 in query) > 0 or position($2 in query) > 0)`,
-        [resource, f.schema.schema],
-      );
-      query = rows[0]?.query;
-      if (query === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    release();
-    await holder;
+    const query = await lockWaiterQuery(resource, f.schema.schema);
+    await holder.release();
     await waiter;
     expect(query).toMatch(/^start transaction isolation level read committed read write;/);
     expect(query).toContain('set local lock_timeout = 10000');
@@ -278,33 +285,15 @@ describe('one round trip to start a guarded transaction over a createDatabase Ky
       const resource = unique('r');
       // The holder inserts the resource's first fence row and keeps its transaction open: the store's UPDATE
       // finds no row in its snapshot, and its insert-or-update waits for the holder's row.
-      let release!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
-      let entered!: () => void;
-      const inside = new Promise<void>((resolve) => (entered = resolve));
-      const holder = f.store.run({ resource, token: 2n, leaseId: 'h' }, async () => {
-        entered();
-        await gate;
-      });
-      await inside;
+      const holder = await holdFenceRow(resource, 2n);
       const waiter = store
         .run({ resource, token }, () => Promise.resolve('written'))
         .then(
           (value) => value,
           (error: unknown) => error,
         );
-      let query: string | undefined;
-      while (query === undefined) {
-        const rows = await f.sql<{ query: string }>(
-          `select query from pg_stat_activity where wait_event_type = 'Lock' and position($1 in query) > 0`,
-          [resource],
-        );
-        query = rows[0]?.query;
-        if (query === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      expect(query).toMatch(/^insert into .*\.fence as f/);
-      release();
-      await holder;
+      expect(await lockWaiterQuery(resource)).toMatch(/^insert into .*\.fence as f/);
+      await holder.release();
       const result = await waiter;
       if (outcome === 'raised') {
         expect(result).toBe('written');

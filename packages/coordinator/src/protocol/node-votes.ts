@@ -37,6 +37,24 @@ function refused(detail: string): NodeVoteAgainst {
   };
 }
 
+/** A node's refusal of the call itself (not a vote on the lease): a ttl above the cluster's maximum, or no state. */
+function refusal(value: AcquireReply | ExtendReply): NodeVoteAgainst {
+  return refused(value.kind === 'ttl-above-max' ? `the cluster's maxTtlMs is ${value.maxTtlMs}` : value.kind);
+}
+
+/** Every node's vote from its reply: a failed, missing or unasked reply votes against, any other as `vote` says. */
+function votesOf<R>(
+  replies: readonly NodeReply<R>[],
+  asked: readonly boolean[] | undefined,
+  vote: (value: R) => NodeVote,
+): NodeVote[] {
+  return replies.map((reply, i): NodeVote => {
+    const error = failed(reply, asked?.[i] !== false);
+    if (error !== undefined || reply.state !== 'ok') return error!;
+    return vote(reply.value);
+  });
+}
+
 /**
  * Every node's vote on one resource from its final acquire reply. `asked[i]` is false for a node that was not
  * called (it does not vote).
@@ -46,14 +64,10 @@ export function acquireVotes(
   replies: readonly NodeReply<AcquireReply>[],
   asked: readonly boolean[],
 ): NodeVote[] {
-  return replies.map((reply, i): NodeVote => {
-    const error = failed(reply, asked[i] !== false);
-    if (error !== undefined || reply.state !== 'ok') return error!;
-    const value = reply.value;
+  return votesOf(replies, asked, (value) => {
     if (value.kind === 'granted') return { vote: 'for' };
     if (value.kind === 'held') return { vote: 'against', applied: 0, reason: 'held', resource };
-    if (value.kind === 'ttl-above-max') return refused(`the cluster's maxTtlMs is ${value.maxTtlMs}`);
-    return refused(value.kind);
+    return refusal(value);
   });
 }
 
@@ -63,14 +77,10 @@ export function extendVotes(
   replies: readonly NodeReply<ExtendReply>[],
   asked: readonly boolean[],
 ): NodeVote[] {
-  return replies.map((reply, i): NodeVote => {
-    const error = failed(reply, asked[i] !== false);
-    if (error !== undefined || reply.state !== 'ok') return error!;
-    const value = reply.value;
+  return votesOf(replies, asked, (value) => {
     if (value.kind === 'extended') return { vote: 'for' };
     if (value.kind === 'not-held') return { vote: 'against', applied: 0, reason: 'not-held', resource };
-    if (value.kind === 'ttl-above-max') return refused(`the cluster's maxTtlMs is ${value.maxTtlMs}`);
-    return refused(value.kind);
+    return refusal(value);
   });
 }
 
@@ -79,11 +89,9 @@ export function extendVotes(
  * not hold the lease votes against here, as in redlock, although fenced counts it as released (DESIGN §2.5).
  */
 export function releaseVotes(resource: string, replies: readonly NodeReply<ReleaseReply>[]): NodeVote[] {
-  return replies.map((reply): NodeVote => {
-    const error = failed(reply, true);
-    if (error !== undefined || reply.state !== 'ok') return error!;
-    return reply.value.kind === 'released'
+  return votesOf(replies, undefined, (value) =>
+    value.kind === 'released'
       ? { vote: 'for' }
-      : { vote: 'against', applied: 0, reason: 'not-held', resource };
-  });
+      : { vote: 'against', applied: 0, reason: 'not-held', resource },
+  );
 }

@@ -203,6 +203,42 @@ export function interpretReply<S extends ScriptName>(script: S, reply: unknown):
   return interpreters[script](new ReplyReader(script, reply));
 }
 
+/** One step of fresh-init.lua, on a node or on one slot of a shard (fresh-init-shard.lua): the same replies. */
+function freshInitStep(r: ReplyReader): FreshInitReply {
+  switch (r.code(SCRIPT_CODES['fresh-init'])) {
+    case ScriptCode.OK:
+      return r.done({ kind: 'ok' });
+    case ScriptCode.INITIALIZED:
+      return r.done({ kind: 'initialized' });
+    case ScriptCode.NO_INIT_MARK:
+      return r.done({ kind: 'init-mark-lost' });
+  }
+}
+
+/** A repair read's reply (repair-read.lua, repair-read-slot.lua), past the code only repair-read.lua has. */
+function repairRead(
+  r: ReplyReader,
+  code: (typeof SCRIPT_CODES)['repair-read-slot'][number],
+): RepairReadReply {
+  switch (code) {
+    case ScriptCode.OK: {
+      const incarnation = r.text(1);
+      const cursor = r.cursor(2);
+      const floor = r.register(3);
+      const settings = r.fieldMap(4);
+      const registers = r.registerPairs(5);
+      const leases = r.leaseTriples(6);
+      return r.done({ kind: 'read', incarnation, cursor, floor, settings, registers, leases });
+    }
+    case ScriptCode.NOT_INITIALIZED:
+      return r.done({ kind: 'not-initialized' });
+    case ScriptCode.UNDER_REPAIR:
+      return r.done({ kind: 'under-repair' });
+    case ScriptCode.CORRUPT:
+      return r.done({ kind: 'corrupt' });
+  }
+}
+
 const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } = {
   acquire: (r) => {
     switch (r.code(SCRIPT_CODES.acquire)) {
@@ -281,45 +317,12 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
     }
   },
   'repair-read': (r) => {
-    switch (r.code(SCRIPT_CODES['repair-read'])) {
-      case ScriptCode.OK: {
-        const incarnation = r.text(1);
-        const cursor = r.cursor(2);
-        const floor = r.register(3);
-        const settings = r.fieldMap(4);
-        const registers = r.registerPairs(5);
-        const leases = r.leaseTriples(6);
-        return r.done({ kind: 'read', incarnation, cursor, floor, settings, registers, leases });
-      }
-      case ScriptCode.NOT_INITIALIZED:
-        return r.done({ kind: 'not-initialized' });
-      case ScriptCode.UNDER_REPAIR:
-        return r.done({ kind: 'under-repair' });
-      case ScriptCode.INCARNATION_CHANGED:
-        return r.done({ kind: 'incarnation-changed' });
-      case ScriptCode.CORRUPT:
-        return r.done({ kind: 'corrupt' });
-    }
+    const code = r.code(SCRIPT_CODES['repair-read']);
+    return code === ScriptCode.INCARNATION_CHANGED
+      ? r.done({ kind: 'incarnation-changed' })
+      : repairRead(r, code);
   },
-  'repair-read-slot': (r) => {
-    switch (r.code(SCRIPT_CODES['repair-read-slot'])) {
-      case ScriptCode.OK: {
-        const incarnation = r.text(1);
-        const cursor = r.cursor(2);
-        const floor = r.register(3);
-        const settings = r.fieldMap(4);
-        const registers = r.registerPairs(5);
-        const leases = r.leaseTriples(6);
-        return r.done({ kind: 'read', incarnation, cursor, floor, settings, registers, leases });
-      }
-      case ScriptCode.NOT_INITIALIZED:
-        return r.done({ kind: 'not-initialized' });
-      case ScriptCode.UNDER_REPAIR:
-        return r.done({ kind: 'under-repair' });
-      case ScriptCode.CORRUPT:
-        return r.done({ kind: 'corrupt' });
-    }
-  },
+  'repair-read-slot': (r) => repairRead(r, r.code(SCRIPT_CODES['repair-read-slot'])),
   'repair-raise': (r) => {
     switch (r.code(SCRIPT_CODES['repair-raise'])) {
       case ScriptCode.OK:
@@ -352,26 +355,9 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'corrupt' });
     }
   },
-  'fresh-init': (r) => {
-    switch (r.code(SCRIPT_CODES['fresh-init'])) {
-      case ScriptCode.OK:
-        return r.done({ kind: 'ok' });
-      case ScriptCode.INITIALIZED:
-        return r.done({ kind: 'initialized' });
-      case ScriptCode.NO_INIT_MARK:
-        return r.done({ kind: 'init-mark-lost' });
-    }
-  },
-  'fresh-init-shard': (r) => {
-    switch (r.code(SCRIPT_CODES['fresh-init-shard'])) {
-      case ScriptCode.OK:
-        return r.done({ kind: 'ok' });
-      case ScriptCode.INITIALIZED:
-        return r.done({ kind: 'initialized' });
-      case ScriptCode.NO_INIT_MARK:
-        return r.done({ kind: 'init-mark-lost' });
-    }
-  },
+  'fresh-init': freshInitStep,
+  // Each slot's entry is fresh-init.lua's reply for that slot (the same step, lua/include/fresh-init-step.lua).
+  'fresh-init-shard': freshInitStep,
   'probe-shard': (r) => {
     switch (r.code(SCRIPT_CODES['probe-shard'])) {
       case ScriptCode.OK:

@@ -95,28 +95,50 @@ describe('three Redis Cluster members', () => {
 });
 
 describe('initializing fresh Cluster members', () => {
-  /** The EVALSHA calls each master of `member` ran since its last CONFIG RESETSTAT. */
-  async function scriptCalls(member: RedisClusterMember): Promise<number> {
-    let calls = 0;
+  /** `read` on a connection of its own to each master of `member`, one after another; each result in turn. */
+  async function eachMaster<T>(
+    member: RedisClusterMember,
+    read: (client: Redis) => Promise<T>,
+  ): Promise<T[]> {
+    const results: T[] = [];
     for (const master of member.masters) {
       const client = new Redis(master.port, '127.0.0.1');
       try {
-        const stats = await client.info('commandstats');
-        calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+        results.push(await read(client));
       } finally {
         client.disconnect();
       }
     }
-    return calls;
+    return results;
   }
 
+  const sum = (counts: number[]): number => counts.reduce((a, b) => a + b, 0);
+
+  /** The EVALSHA calls each master of `member` ran since its last CONFIG RESETSTAT. */
+  const scriptCalls = async (member: RedisClusterMember): Promise<number> =>
+    sum(
+      await eachMaster(member, async (client) =>
+        Number(/cmdstat_evalsha:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0),
+      ),
+    );
+
+  /** The keys matching `pattern` on every master of `member`. */
+  const keyCount = async (member: RedisClusterMember, pattern: string): Promise<number> =>
+    sum(
+      await eachMaster(member, async (client) => {
+        let count = 0;
+        let cursor = '0';
+        do {
+          const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 5000);
+          count += keys.length;
+          cursor = next;
+        } while (cursor !== '0');
+        return count;
+      }),
+    );
+
   it('initializes every slot of every member with a few scripts per shard, not one per slot', async () => {
-    for (const member of members) {
-      for (const master of member.masters) {
-        const client = new Redis(master.port, '127.0.0.1');
-        await client.config('RESETSTAT').finally(() => client.disconnect());
-      }
-    }
+    for (const member of members) await eachMaster(member, (client) => client.config('RESETSTAT'));
     const coordinator = new Coordinator({ nodes: members.map((m) => m.member), keyPrefix: 'fresh-shards' });
     try {
       await coordinator.ready();
@@ -126,27 +148,7 @@ describe('initializing fresh Cluster members', () => {
       }
       for (const member of members) {
         // Every slot holds its own incarnation key, on the master serving it.
-        let incarnations = 0;
-        for (const master of member.masters) {
-          const client = new Redis(master.port, '127.0.0.1');
-          try {
-            let cursor = '0';
-            do {
-              const [next, keys] = await client.scan(
-                cursor,
-                'MATCH',
-                'fresh-shards:node:*:incarnation',
-                'COUNT',
-                5000,
-              );
-              incarnations += keys.length;
-              cursor = next;
-            } while (cursor !== '0');
-          } finally {
-            client.disconnect();
-          }
-        }
-        expect(incarnations).toBe(16384);
+        expect(await keyCount(member, 'fresh-shards:node:*:incarnation')).toBe(16384);
         // Mark, check and initialize are one call per master each (one per slot would be 3 × 16 384).
         expect(await scriptCalls(member)).toBeLessThan(100);
       }
