@@ -526,7 +526,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
       keysOf: (resource) => this.keysOf(resource),
       attempt: (resource, keys, leaseId, ttlMs) => this.attempt(resource, keys, leaseId, ttlMs),
       undo: (keys, leaseId) => this.releaser.undoAttempt(keys, leaseId),
-      subscribe: (channel, maxWaitMs) => this.notifier.subscribe(channel, maxWaitMs),
+      subscribe: (channel, maxWaitMs, leaseId) => this.notifier.subscribe(channel, maxWaitMs, leaseId),
       jitter: () => this.jitter(),
       sleep: (ms) => sleep(ms),
       throwIfClosed: () => this.throwIfClosed(),

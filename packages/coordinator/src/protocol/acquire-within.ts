@@ -61,7 +61,8 @@ export interface AcquireLoopContext {
   attempt(resource: string, keys: ResourceKeys, leaseId: string, ttlMs: number): Promise<AttemptResult>;
   /** Compare-and-delete of this lease id on every node, waiting for each reply (bounded by the node timeout). */
   undo(keys: ResourceKeys, leaseId: string): Promise<void>;
-  subscribe(channel: string, maxWaitMs: number): Promise<ReleaseSubscription>;
+  /** Waits for releases on `channel`; a release of `leaseId` (this wait's own undo) does not wake it. */
+  subscribe(channel: string, maxWaitMs: number, leaseId: string): Promise<ReleaseSubscription>;
   jitter(): number;
   sleep(ms: number): Promise<void>;
   throwIfClosed(): void;
@@ -140,7 +141,7 @@ export async function acquireWithin(
       const keys = context.keysOf(round.resource);
       let subscription = subscriptions.get(round.resource);
       if (subscription === undefined) {
-        subscription = await context.subscribe(keys.channel, remaining);
+        subscription = await context.subscribe(keys.channel, remaining, request.leaseId);
         subscriptions.set(round.resource, subscription);
         // A release between the failed round and the subscription sent no message we heard: try again at once.
         continue;

@@ -39,7 +39,8 @@ function scripted(answer: (resource: string, round: number) => 'granted' | 'held
       log.push(`undo ${resource ?? '?'}`);
       await new Promise((resolve) => setImmediate(resolve));
     },
-    subscribe: () => Promise.resolve(new ReleaseSubscription(() => undefined)),
+    subscribe: (_channel, _maxWaitMs, leaseId) =>
+      Promise.resolve(new ReleaseSubscription(() => undefined, leaseId)),
     jitter: () => 0,
     sleep: () => Promise.resolve(),
     throwIfClosed: () => undefined,
