@@ -1,6 +1,7 @@
--- fresh-init-shard.lua: one step of a fresh initialization (fresh-init.lua) on every slot one master of a Redis
--- Cluster member serves, in one call: a brand-new member's initialization is three calls per shard instead of three
--- per slot (3 × 16 384). Each slot's step is exactly fresh-init.lua's, on that slot's own keys, so the argument of
+-- fresh-init-shard.lua: one step of a fresh initialization (fresh-init.lua) on many slots one master of a Redis
+-- Cluster member serves, in one call (up to 1 024 slots: nodes/cluster-connection.ts, SHARD_SCRIPT_SLOTS, since a
+-- script holds the master while it runs): a brand-new member's initialization is a few calls per shard instead of
+-- three per slot (3 × 16 384). Each slot's step is exactly fresh-init.lua's, on that slot's own keys, so the argument of
 -- nodes/fresh-cluster.ts holds for each (member, slot) pair as before; the whole call is atomic, which is more than
 -- the argument needs.
 --
@@ -23,10 +24,10 @@
 -- ARGV[9 .. 8+m]  'init': the cluster's settings as field/value pairs
 -- ARGV[9+m]      the slots' tags, joined by ',' (a tag is [0-9a-z]+; one argument, not thousands)
 --
--- Returns one reply per slot, in the tags' order, each exactly fresh-init.lua's:
---   {1}   OK
---   {10}  INITIALIZED
---   {12}  NO_INIT_MARK
+-- Returns
+--   {1, steps}  `steps` holds one character per slot, in the tags' order: fresh-init.lua's reply code for that
+--               slot in base 36 — '1' OK, 'a' INITIALIZED (10), 'c' NO_INIT_MARK (12). One string, not an array
+--               per slot: a thousand nested replies cost the caller's event loop more than the step cost Redis.
 
 -- @include fresh-init-step
 
@@ -36,10 +37,12 @@ local settings = {}
 for i = 9, 8 + m do
   settings[#settings + 1] = ARGV[i]
 end
-local replies = {}
+local base36 = '0123456789abcdefghijklmnopqrstuvwxyz'
+local steps = {}
 for tag in string.gmatch(ARGV[9 + m], '[^,]+') do
   local base = head .. tag
-  replies[#replies + 1] =
-    fresh_init_step(base .. ARGV[5], base .. ARGV[6], base .. ARGV[7], ARGV[1], ARGV[2], ARGV[3], settings)
+  local code =
+    fresh_init_step(base .. ARGV[5], base .. ARGV[6], base .. ARGV[7], ARGV[1], ARGV[2], ARGV[3], settings)[1]
+  steps[#steps + 1] = string.sub(base36, code + 1, code + 1)
 end
-return replies
+return {1, table.concat(steps)}

@@ -14,8 +14,8 @@ local function fresh_init_step(incarnation_key, marks_key, settings_key, step, n
     return {12}
   end
   if step == 'init' then
-    for i = 1, #settings, 2 do
-      redis.call('HSET', settings_key, settings[i], settings[i + 1])
+    if #settings > 0 then
+      redis.call('HSET', settings_key, unpack(settings))
     end
     redis.call('SET', incarnation_key, argument)
     redis.call('DEL', marks_key)

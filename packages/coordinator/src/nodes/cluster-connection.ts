@@ -38,7 +38,6 @@ import ioredis, { type Cluster, type Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';
 import {
   interpretReply,
-  splitBatchReply,
   type AcquireReply,
   type ExtendReply,
   type FoldReply,
@@ -51,7 +50,7 @@ import {
   type ScriptName,
   type SettingsReply,
 } from '../scripts/script-results.js';
-import { loadScripts, runScript } from '../scripts/scripts.js';
+import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
   nodeStateKeys,
@@ -82,6 +81,13 @@ import { describeValue } from './client-shape.js';
 
 /** Slots read per pipeline by a probe that cannot use probe-shard.lua (two GETs each). */
 const PROBE_CHUNK = 512;
+/**
+ * Slots per call of a script over a shard (probe-shard.lua, fresh-init-shard.lua). Redis runs nothing else while a
+ * script runs: one fresh-initialization step over a master's 5 461 slots held it for 60–190 ms (INFO commandstats,
+ * fsync-always masters), queuing every other client's commands behind it. Calls of 1 024 slots hold it about a
+ * fifth as long; they are all sent at once, so a shard still costs one round trip.
+ */
+const SHARD_SCRIPT_SLOTS = 1_024;
 /** Per-slot scripts in flight at once in a bulk operation (fresh initialization, settings, repair bookkeeping). */
 const SLOT_CHUNK = 512;
 
@@ -162,6 +168,13 @@ interface SlotRange {
   readonly end: number;
   readonly master: string;
   readonly replicas: readonly string[];
+}
+
+/** `items` in consecutive runs of at most `size`. */
+function chunksOf<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let from = 0; from < items.length; from += size) chunks.push(items.slice(from, from + size));
+  return chunks;
 }
 
 /** Probe reads in flight, per master connection and (key head, slots). */
@@ -450,10 +463,12 @@ export class ClusterConnection extends NodeConnection {
     }) as unknown as Redis;
   }
 
-  protected override reloadScripts(): void {
+  protected override reloadScripts(force = false): void {
     const cluster = this.client as unknown as Cluster;
     for (const master of cluster.nodes('master')) {
-      loadScripts(master).catch((error: unknown) => this.reportError(this.index, 'load-scripts', error));
+      loadScripts(master, { force }).catch((error: unknown) =>
+        this.reportError(this.index, 'load-scripts', error),
+      );
     }
   }
 
@@ -709,37 +724,40 @@ export class ClusterConnection extends NodeConnection {
     const fields = step === 'init' ? Object.entries(settings).flat() : [];
     const replies = new Array<FreshInitReply | undefined>(SLOT_COUNT);
     const masters = await this.masters(timeoutMs).catch(() => []);
+    const { head, tails } = this.keyTemplate;
     await Promise.all(
-      masters.map(async ({ client, ranges }) => {
-        if (client === undefined) return;
-        const slots = slotsOf(ranges);
-        const { head, tails } = this.keyTemplate;
-        const args: (string | number)[] = [
-          step,
-          nonce,
-          argument,
-          head,
-          tails.incarnation,
-          tails.fresh,
-          tails.settings,
-          fields.length,
-          ...fields,
-          slots.map(slotTag).join(','),
-        ];
-        try {
-          const raw = await withTimeout(
-            runScript(client, 'fresh-init-shard', [], args),
-            timeoutMs,
-            `node ${this.index} fresh-init`,
-          );
-          const each = splitBatchReply('fresh-init-shard', raw, slots.length);
-          slots.forEach((slot, i) => {
-            replies[slot] = interpretReply('fresh-init-shard', each[i]);
-          });
-        } catch {
-          // Left to the per-slot calls below, which report their own failures.
-        }
-      }),
+      masters.flatMap(({ client, ranges }) =>
+        client === undefined
+          ? []
+          : chunksOf(slotsOf(ranges), SHARD_SCRIPT_SLOTS).map(async (slots) => {
+              const args: (string | number)[] = [
+                step,
+                nonce,
+                argument,
+                head,
+                tails.incarnation,
+                tails.fresh,
+                tails.settings,
+                fields.length,
+                ...fields,
+                slots.map(slotTag).join(','),
+              ];
+              try {
+                const raw = await withTimeout(
+                  runScript(client, 'fresh-init-shard', [], args),
+                  timeoutMs,
+                  `node ${this.index} fresh-init`,
+                );
+                const { steps } = interpretReply('fresh-init-shard', raw);
+                if (steps.length !== slots.length) return; // malformed: left to the per-slot calls below
+                slots.forEach((slot, i) => {
+                  replies[slot] = steps[i];
+                });
+              } catch {
+                // Left to the per-slot calls below, which report their own failures.
+              }
+            }),
+      ),
     );
     const rest: number[] = [];
     for (let slot = 0; slot < SLOT_COUNT; slot++) if (replies[slot] === undefined) rest.push(slot);
@@ -1056,14 +1074,25 @@ export class ClusterConnection extends NodeConnection {
     return probe;
   }
 
-  /** A master's settings as DESIGN §3 requires them (each problem names the setting). */
   /**
    * Whether each of `slots` (served by the master behind `client`) holds its incarnation key, and its seal epoch: one
-   * probe-shard.lua call, or, when that call fails (a slot moved: the script refuses a key its node does not
-   * serve), two GETs per slot in pipelines of PROBE_CHUNK slots, one after another, so the event loop is free between
-   * two. A slot whose read failed is `undefined`.
+   * probe-shard.lua call per SHARD_SCRIPT_SLOTS slots (sent together), or, for a call that fails (a slot moved: the
+   * script refuses a key its node does not serve), two GETs per slot in pipelines of PROBE_CHUNK slots, one after
+   * another, so the event loop is free between two. A slot whose read failed is `undefined`.
    */
   private async readSlotStates(
+    client: Redis,
+    slots: readonly number[],
+    timeoutMs: number,
+  ): Promise<({ initialized: boolean; seal: string } | undefined)[]> {
+    const chunks = await Promise.all(
+      chunksOf(slots, SHARD_SCRIPT_SLOTS).map((chunk) => this.readSlotChunk(client, chunk, timeoutMs)),
+    );
+    return chunks.flat();
+  }
+
+  /** `readSlotStates` for at most SHARD_SCRIPT_SLOTS slots: one probe-shard.lua call, or GETs when it fails. */
+  private async readSlotChunk(
     client: Redis,
     slots: readonly number[],
     timeoutMs: number,
@@ -1091,7 +1120,13 @@ export class ClusterConnection extends NodeConnection {
           seal: reply.epochs.get(i + 1) ?? '',
         }));
       }
-    } catch {
+    } catch (error) {
+      // The master lost its script cache (SCRIPT FLUSH): load the scripts again for the next probe.
+      if (isNoScriptError(error)) {
+        loadScripts(client, { force: true }).catch((e: unknown) =>
+          this.reportError(this.index, 'load-scripts', e),
+        );
+      }
       // Read slot by slot below.
     }
     const results: [Error | null, unknown][] = [];
@@ -1115,6 +1150,7 @@ export class ClusterConnection extends NodeConnection {
     });
   }
 
+  /** A master's settings as DESIGN §3 requires them (each problem names the setting). */
   private async checkServer(client: Redis, timeoutMs: number): Promise<string[]> {
     const config: Partial<Record<CheckedSetting, string>> = {};
     await Promise.all(

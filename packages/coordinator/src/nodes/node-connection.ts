@@ -247,9 +247,14 @@ export class NodeConnection implements ProtocolNode {
     this.listeners.push([event, listener]);
   }
 
-  /** Loads every script into the node's script cache (a Cluster member: into every master's). */
-  protected reloadScripts(): void {
-    loadScripts(this.client).catch((error: unknown) => this.reportError(this.index, 'load-scripts', error));
+  /**
+   * Loads every script into the node's script cache (a Cluster member: into every master's), unless this connection
+   * already did; `force` (after a NOSCRIPT: the cache was flushed) loads them again.
+   */
+  protected reloadScripts(force = false): void {
+    loadScripts(this.client, { force }).catch((error: unknown) =>
+      this.reportError(this.index, 'load-scripts', error),
+    );
   }
 
   /** Whether this member is a Redis Cluster (DESIGN §3c). */
@@ -279,7 +284,7 @@ export class NodeConnection implements ProtocolNode {
     args: readonly (string | number)[],
   ): Promise<unknown> {
     return runScript(this.client, name, keys, args).catch((error: unknown) => {
-      if (isNoScriptError(error)) this.reloadScripts();
+      if (isNoScriptError(error)) this.reloadScripts(true);
       throw error;
     });
   }

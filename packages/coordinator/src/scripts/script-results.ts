@@ -90,6 +90,7 @@ export const SCRIPT_CODES = {
   fold: [ScriptCode.OK, ScriptCode.BUSY, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fold-slot': [ScriptCode.OK, ScriptCode.NOT_INITIALIZED, ScriptCode.CORRUPT],
   'fresh-init': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
+  // Per slot, one character each in its reply (the call itself answers OK).
   'fresh-init-shard': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.NO_INIT_MARK],
   'probe-shard': [ScriptCode.OK],
   settings: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
@@ -165,6 +166,9 @@ export type SettingsReply =
 export type FreshInitReply =
   { readonly kind: 'ok' } | { readonly kind: 'initialized' } | { readonly kind: 'init-mark-lost' };
 
+/** fresh-init-shard.lua: per slot of the call, in its order, fresh-init.lua's reply for that slot. */
+export type FreshInitShardReply = { readonly kind: 'steps'; readonly steps: readonly FreshInitReply[] };
+
 /**
  * probe-shard.lua: per slot of the call, in its order, whether the slot holds its incarnation key (`flags[i]` is
  * '1') and its seal epoch (`epochs`, by position; absent: the empty epoch).
@@ -189,8 +193,7 @@ export interface ScriptReplies {
   fold: FoldReply;
   'fold-slot': FoldReply;
   'fresh-init': FreshInitReply;
-  /** One slot's entry of the reply (split with {@link splitBatchReply}), as fresh-init.lua answers for that slot. */
-  'fresh-init-shard': FreshInitReply;
+  'fresh-init-shard': FreshInitShardReply;
   'probe-shard': ProbeShardReply;
   settings: SettingsReply;
 }
@@ -202,6 +205,13 @@ export interface ScriptReplies {
 export function interpretReply<S extends ScriptName>(script: S, reply: unknown): ScriptReplies[S] {
   return interpreters[script](new ReplyReader(script, reply));
 }
+
+/** fresh-init-shard.lua's code characters (base 36: ScriptCode.OK, INITIALIZED, NO_INIT_MARK) as replies. */
+const FRESH_INIT_STEPS = {
+  '1': { kind: 'ok' },
+  a: { kind: 'initialized' },
+  c: { kind: 'init-mark-lost' },
+} as const satisfies Record<string, FreshInitReply>;
 
 /** One step of fresh-init.lua, on a node or on one slot of a shard (fresh-init-shard.lua): the same replies. */
 function freshInitStep(r: ReplyReader): FreshInitReply {
@@ -356,8 +366,14 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
     }
   },
   'fresh-init': freshInitStep,
-  // Each slot's entry is fresh-init.lua's reply for that slot (the same step, lua/include/fresh-init-step.lua).
-  'fresh-init-shard': freshInitStep,
+  // Each slot's character is fresh-init.lua's reply code for that slot (the same step,
+  // lua/include/fresh-init-step.lua); SCRIPT_CODES lists those codes.
+  'fresh-init-shard': (r) => {
+    switch (r.code([ScriptCode.OK])) {
+      case ScriptCode.OK:
+        return r.done({ kind: 'steps', steps: r.stepCodes(1) });
+    }
+  },
   'probe-shard': (r) => {
     switch (r.code(SCRIPT_CODES['probe-shard'])) {
       case ScriptCode.OK:
@@ -383,7 +399,7 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
 };
 
 /** The scripts that take a batch of calls (or of slots) and answer with one reply per call. */
-export type BatchScriptName = 'acquire' | 'release' | 'fresh-init-shard';
+export type BatchScriptName = 'acquire' | 'release';
 
 /**
  * Splits a batch script's reply into its per-call replies (each still raw, for {@link interpretReply}).
@@ -485,6 +501,17 @@ class ReplyReader {
       throw this.malformed(`field ${index} must be a string of 0 and 1, one per slot`);
     }
     return value;
+  }
+
+  /** Field `index` as fresh-init.lua replies, one base-36 code character per slot (fresh-init-shard.lua). */
+  stepCodes(index: number): FreshInitReply[] {
+    const value = this.at(index);
+    if (typeof value !== 'string' || !/^[1ac]+$/.test(value)) {
+      throw this.malformed(`field ${index} must be a string of '1', 'a' and 'c', one per slot`);
+    }
+    const steps: FreshInitReply[] = [];
+    for (const code of value) steps.push(FRESH_INIT_STEPS[code as '1' | 'a' | 'c']);
+    return steps;
   }
 
   /** Field `index` as (position from 1, seal epoch) pairs. */

@@ -69,21 +69,51 @@ function scripts(): ReadonlyMap<ScriptName, LoadedScript> {
   return loaded;
 }
 
-/** Loads in flight, per connection: the coordinators sharing a client of yours share its load. */
+/** Loads in flight, per client: the coordinators sharing a client of yours share its load. */
 const loading = new WeakMap<Redis, Promise<void>>();
 
 /**
- * Loads every script into a node's script cache (SCRIPT LOAD), in one go on the connection. `NodeConnection`
+ * Connections that hold every script, by their socket: ioredis opens a new socket for every (re)connection, so a
+ * connection that is new, or came back (a server that restarted lost its cache), is not in here and loads again.
+ */
+const loadedOn = new WeakSet<object>();
+
+/** The part of the client's socket a load uses: writes between cork() and uncork() leave in one go. */
+interface Socket {
+  cork(): void;
+  uncork(): void;
+}
+
+/** The client's socket while it is ready (commands written now run in the order written), else undefined. */
+function readySocket(client: Redis): Socket | undefined {
+  const { status, stream } = client as unknown as { status?: unknown; stream?: Partial<Socket> };
+  return status === 'ready' && typeof stream?.cork === 'function' && typeof stream.uncork === 'function'
+    ? (stream as Socket)
+    : undefined;
+}
+
+/**
+ * Loads every script into a node's script cache (SCRIPT LOAD), in one write on the connection. `NodeConnection`
  * does this whenever its connection becomes ready, before any script call can be written behind it.
  *
- * A call while a load is in flight on the same connection joins it instead of sending the scripts again: that load's
- * commands were written before this call, so every script call written after it still runs behind them, as with a
- * load of its own (the node answers commands of one connection in order). Ten Redlocks made over one client at
- * once load the scripts once, not ten times.
+ * Sent once per connection, not once per caller:
+ * - A call while a load is in flight on the same client joins it instead of sending the scripts again: that load's
+ *   commands were written before this call, so every script call written after it still runs behind them, as with a
+ *   load of its own (the node answers commands of one connection in order). Ten Redlocks made over one client at
+ *   once load the scripts once, not ten times.
+ * - A call on a connection that already loaded them returns at once: the node keeps its script cache until it
+ *   restarts (which closes the connection; the next one is new and loads) or someone runs SCRIPT FLUSH, which shows
+ *   as NOSCRIPT on the next call and reloads with `force` (NodeConnection.runScript). Redlocks made one after another
+ *   over your clients load nothing after the first.
  */
-export function loadScripts(client: Redis): Promise<void> {
+export function loadScripts(client: Redis, options: { readonly force?: boolean } = {}): Promise<void> {
+  const force = options.force === true;
   const inFlight = loading.get(client);
-  if (inFlight !== undefined) return inFlight;
+  // A forced load follows a NOSCRIPT: a load in flight may have run before the flush, so it sends its own.
+  if (inFlight !== undefined && !force) return inFlight;
+  const socket = readySocket(client);
+  if (socket !== undefined && !force && loadedOn.has(socket)) return Promise.resolve();
+  socket?.cork();
   const load = Promise.all(
     [...scripts().values()].map((script) => {
       const command = new Command('script', ['LOAD', script.source], { replyEncoding: 'utf8' });
@@ -92,13 +122,15 @@ export function loadScripts(client: Redis): Promise<void> {
     }),
   ).then(
     () => {
-      loading.delete(client);
+      if (loading.get(client) === load) loading.delete(client);
+      if (socket !== undefined && readySocket(client) === socket) loadedOn.add(socket);
     },
     (error: unknown) => {
-      loading.delete(client);
+      if (loading.get(client) === load) loading.delete(client);
       throw error;
     },
   );
+  socket?.uncork();
   loading.set(client, load);
   return load;
 }

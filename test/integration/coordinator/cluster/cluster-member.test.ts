@@ -149,7 +149,7 @@ describe('initializing fresh Cluster members', () => {
       for (const member of members) {
         // Every slot holds its own incarnation key, on the master serving it.
         expect(await keyCount(member, 'fresh-shards:node:*:incarnation')).toBe(16384);
-        // Mark, check and initialize are one call per master each (one per slot would be 3 × 16 384).
+        // Mark, check and initialize are one call per 1 024 slots of a master each: 54 (one per slot would be 3 × 16 384).
         expect(await scriptCalls(member)).toBeLessThan(100);
       }
       const lease = await coordinator.acquire(resources[5]!, { ttlMs: 5_000 });
@@ -195,12 +195,13 @@ describe('the scripts over a whole shard, on a real cluster', () => {
           await runScript(client, 'probe-shard', [], [head, tails.incarnation, tails.seal, tags(slots)]),
         );
       expect(await probe([0, 1, 2])).toEqual({ kind: 'probed', flags: '000', epochs: new Map() });
-      expect(await step('mark', 30_000, [0, 1, 2])).toEqual([[1], [1], [1]]);
-      expect(await step('check', '', [0, 1, 2])).toEqual([[1], [1], [1]]);
-      expect(await step('init', 'inc-1', [0, 2], ['maxTtlMs', '3000'])).toEqual([[1], [1]]);
+      expect(await step('mark', 30_000, [0, 1, 2])).toEqual([1, '111']);
+      expect(await step('check', '', [0, 1, 2])).toEqual([1, '111']);
+      expect(await step('init', 'inc-1', [0, 2], ['maxTtlMs', '3000'])).toEqual([1, '11']);
       expect(await client.get(nodeStateKeys('shard-script', 2).incarnation)).toBe('inc-1');
       expect(await client.hget(nodeStateKeys('shard-script', 2).settings, 'maxTtlMs')).toBe('3000');
-      expect(await step('mark', 30_000, [0, 1, 2])).toEqual([[10], [1], [10]]);
+      // One character per slot, fresh-init.lua's code in base 36: 'a' is INITIALIZED (10).
+      expect(await step('mark', 30_000, [0, 1, 2])).toEqual([1, 'a1a']);
       await client.set(nodeStateKeys('shard-script', 2).seal, 'epoch-2');
       expect(await probe([0, 1, 2])).toEqual({
         kind: 'probed',

@@ -69,3 +69,33 @@ describe('twelve Redlocks made at once over the same three clients', () => {
     }
   });
 });
+
+describe('Redlocks made one after another over the same clients', () => {
+  it('load the scripts once per connection, and again on a new connection', async () => {
+    const clients = env.urls.map((url) => new Redis(url));
+    await Promise.all(clients.map((c) => c.ping()));
+    await Promise.all(admin.map((a) => a.config('RESETSTAT')));
+    const lockAndClose = async (i: number): Promise<void> => {
+      const redlock = new Redlock(clients, { keyPrefix: 'sequential' });
+      const lock = await redlock.acquire([`sequential-${i}`], 5_000);
+      await lock.release();
+      await redlock.coordinator.close();
+    };
+    try {
+      for (let i = 0; i < 4; i++) await lockAndClose(i);
+      // The node keeps its script cache: the connection that loaded them needs no second load.
+      for (const loads of await calls('script\\|load')) expect(loads).toBe(SCRIPT_NAMES.length);
+      // A new connection (a server restart closes the old one, and its cache is gone) loads them again.
+      await Promise.all(
+        clients.map(async (c) => {
+          c.disconnect(true);
+          await new Promise((resolve) => c.once('ready', resolve));
+        }),
+      );
+      await lockAndClose(4);
+      for (const loads of await calls('script\\|load')) expect(loads).toBe(2 * SCRIPT_NAMES.length);
+    } finally {
+      clients.forEach((c) => c.disconnect());
+    }
+  });
+});

@@ -64,7 +64,8 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
   fold: { 1: [1, '0', 3], 11: [11], 3: [3], 4: [4] },
   'fold-slot': { 1: [1, '0', 3], 3: [3], 4: [4] },
   'fresh-init': { 1: [1], 10: [10], 12: [12] },
-  'fresh-init-shard': { 1: [1], 10: [10], 12: [12] },
+  // One character per slot: each code as a slot's step.
+  'fresh-init-shard': { 1: [1, '11'], 10: [1, 'a1'], 12: [1, 'c'] },
   'probe-shard': { 1: [1, '101', [2, 'epoch-1']] },
   settings: { 1: [1, ['maxTtlMs', '3000']], 3: [3] },
 };
