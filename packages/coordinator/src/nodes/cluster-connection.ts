@@ -79,6 +79,8 @@ import {
 } from './node-check.js';
 import { describeValue } from './client-shape.js';
 
+/** '1', an initialized slot in probe-shard.lua's flags. */
+const ONE = 49;
 /** Slots read per pipeline by a probe that cannot use probe-shard.lua (two GETs each). */
 const PROBE_CHUNK = 512;
 /**
@@ -208,6 +210,29 @@ function sharedRead(
 const slotLists = new Map<string, readonly number[]>();
 
 /** Every slot of `ranges`, in order. */
+/** Slots of one call of a script over a shard, and their tags joined as the call sends them. */
+interface ShardChunk {
+  readonly slots: readonly number[];
+  readonly tags: string;
+}
+
+/** By the (cached) slot list they cut: every coordinator of the process probing a shard sends the same calls. */
+const shardChunkLists = new WeakMap<readonly number[], readonly ShardChunk[]>();
+
+/** A master's slots in calls of at most SHARD_SCRIPT_SLOTS, built once per layout like `slotsOf`. */
+function shardChunksOf(ranges: readonly SlotRange[]): readonly ShardChunk[] {
+  const slots = slotsOf(ranges);
+  let chunks = shardChunkLists.get(slots);
+  if (chunks === undefined) {
+    chunks = chunksOf(slots, SHARD_SCRIPT_SLOTS).map((part) => ({
+      slots: part,
+      tags: part.map(slotTag).join(','),
+    }));
+    shardChunkLists.set(slots, chunks);
+  }
+  return chunks;
+}
+
 function slotsOf(ranges: readonly SlotRange[]): readonly number[] {
   const key = ranges.map(({ start, end }) => `${start}-${end}`).join(',');
   let slots = slotLists.get(key);
@@ -729,7 +754,7 @@ export class ClusterConnection extends NodeConnection {
       masters.flatMap(({ client, ranges }) =>
         client === undefined
           ? []
-          : chunksOf(slotsOf(ranges), SHARD_SCRIPT_SLOTS).map(async (slots) => {
+          : shardChunksOf(ranges).map(async ({ slots, tags }) => {
               const args: (string | number)[] = [
                 step,
                 nonce,
@@ -740,7 +765,7 @@ export class ClusterConnection extends NodeConnection {
                 tails.settings,
                 fields.length,
                 ...fields,
-                slots.map(slotTag).join(','),
+                tags,
               ];
               try {
                 const raw = await withTimeout(
@@ -1012,16 +1037,18 @@ export class ClusterConnection extends NodeConnection {
                 ...(await this.checkServer(client, timeoutMs)).map((p) => `shard ${address}: ${p}`),
               );
               await loadScripts(client);
-              const slots = slotsOf(ranges);
-              const states = await this.readSlotStates(client, slots, timeoutMs);
-              slots.forEach((slot, i) => {
-                const state = states[i];
-                if (state === undefined) return; // moved or migrating: left as last seen
-                this.setSlot(slot, state.initialized);
-                this.sealEpochs[slot] = state.seal;
-                if (this.slotInitialized[slot] === 1) voting++;
-                if (this.slotsUnderRepair.has(slot)) underRepair++;
-              });
+              // A slot whose read failed (moved or migrating) is left as last seen.
+              await this.readSlotStates(
+                client,
+                shardChunksOf(ranges),
+                timeoutMs,
+                (slot, initialized, seal) => {
+                  this.setSlot(slot, initialized);
+                  this.sealEpochs[slot] = seal;
+                  if (initialized) voting++;
+                  if (this.slotsUnderRepair.has(slot)) underRepair++;
+                },
+              );
               up = true;
             } catch (error) {
               shardProblems.push(
@@ -1075,50 +1102,46 @@ export class ClusterConnection extends NodeConnection {
   }
 
   /**
-   * Whether each of `slots` (served by the master behind `client`) holds its incarnation key, and its seal epoch: one
-   * probe-shard.lua call per SHARD_SCRIPT_SLOTS slots (sent together), or, for a call that fails (a slot moved: the
-   * script refuses a key its node does not serve), two GETs per slot in pipelines of PROBE_CHUNK slots, one after
-   * another, so the event loop is free between two. A slot whose read failed is `undefined`.
+   * Reads whether each slot of `chunks` (served by the master behind `client`) holds its incarnation key, and its
+   * seal epoch, and hands each slot's state to `apply` (a slot whose read failed is skipped): one probe-shard.lua call per
+   * SHARD_SCRIPT_SLOTS slots (sent together), or, for a call that fails (a slot moved: the script refuses a key its
+   * node does not serve), two GETs per slot in pipelines of PROBE_CHUNK slots, one after another, so the event loop
+   * is free between two. No object per slot: a start-up reads every slot of every member, once per coordinator.
    */
   private async readSlotStates(
     client: Redis,
-    slots: readonly number[],
+    chunks: readonly ShardChunk[],
     timeoutMs: number,
-  ): Promise<({ initialized: boolean; seal: string } | undefined)[]> {
-    const chunks = await Promise.all(
-      chunksOf(slots, SHARD_SCRIPT_SLOTS).map((chunk) => this.readSlotChunk(client, chunk, timeoutMs)),
-    );
-    return chunks.flat();
+    apply: (slot: number, initialized: boolean, seal: string) => void,
+  ): Promise<void> {
+    await Promise.all(chunks.map((chunk) => this.readSlotChunk(client, chunk, timeoutMs, apply)));
   }
 
   /** `readSlotStates` for at most SHARD_SCRIPT_SLOTS slots: one probe-shard.lua call, or GETs when it fails. */
   private async readSlotChunk(
     client: Redis,
-    slots: readonly number[],
+    { slots, tags }: ShardChunk,
     timeoutMs: number,
-  ): Promise<({ initialized: boolean; seal: string } | undefined)[]> {
+    apply: (slot: number, initialized: boolean, seal: string) => void,
+  ): Promise<void> {
+    const { head, tails } = this.keyTemplate;
     try {
-      const { head, tails } = this.keyTemplate;
       const reply = await withTimeout(
-        sharedRead(client, `${head}|${slots[0]}|${slots.at(-1)}|${slots.length}`, async () =>
+        sharedRead(client, `${head}|${tags}`, async () =>
           interpretReply(
             'probe-shard',
-            await runScript(
-              client,
-              'probe-shard',
-              [],
-              [head, tails.incarnation, tails.seal, slots.map(slotTag).join(',')],
-            ),
+            await runScript(client, 'probe-shard', [], [head, tails.incarnation, tails.seal, tags]),
           ),
         ),
         timeoutMs,
         `node ${this.index} check`,
       );
       if (reply.flags.length === slots.length) {
-        return slots.map((_, i) => ({
-          initialized: reply.flags[i] === '1',
-          seal: reply.epochs.get(i + 1) ?? '',
-        }));
+        const { flags, epochs } = reply;
+        for (let i = 0; i < slots.length; i++) {
+          apply(slots[i]!, flags.charCodeAt(i) === ONE, epochs.get(i + 1) ?? '');
+        }
+        return;
       }
     } catch (error) {
       // The master lost its script cache (SCRIPT FLUSH): load the scripts again for the next probe.
@@ -1129,25 +1152,22 @@ export class ClusterConnection extends NodeConnection {
       }
       // Read slot by slot below.
     }
-    const results: [Error | null, unknown][] = [];
     for (let from = 0; from < slots.length; from += PROBE_CHUNK) {
+      const chunk = slots.slice(from, from + PROBE_CHUNK);
       const pipeline = client.pipeline();
-      for (const slot of slots.slice(from, from + PROBE_CHUNK)) {
+      for (const slot of chunk) {
         const k = this.stateKeysOf(slot);
         pipeline.get(k.incarnation);
         pipeline.get(k.seal);
       }
-      results.push(...((await withTimeout(pipeline.exec(), timeoutMs, `node ${this.index} check`)) ?? []));
+      const results = (await withTimeout(pipeline.exec(), timeoutMs, `node ${this.index} check`)) ?? [];
+      chunk.forEach((slot, i) => {
+        const [incError, incarnation] = results[2 * i] ?? [new Error('no reply'), null];
+        const [, seal] = results[2 * i + 1] ?? [null, null];
+        if (incError !== null) return;
+        apply(slot, incarnation !== null && incarnation !== undefined, typeof seal === 'string' ? seal : '');
+      });
     }
-    return slots.map((_, i) => {
-      const [incError, incarnation] = results[2 * i] ?? [new Error('no reply'), null];
-      const [, seal] = results[2 * i + 1] ?? [null, null];
-      if (incError !== null) return undefined;
-      return {
-        initialized: incarnation !== null && incarnation !== undefined,
-        seal: typeof seal === 'string' ? seal : '',
-      };
-    });
   }
 
   /** A master's settings as DESIGN §3 requires them (each problem names the setting). */
