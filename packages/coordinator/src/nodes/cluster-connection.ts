@@ -209,7 +209,6 @@ function sharedRead(
 /** Slot lists by ranges, for slotsOf: a layout changes rarely, and every probe and initialization asks again. */
 const slotLists = new Map<string, readonly number[]>();
 
-/** Every slot of `ranges`, in order. */
 /** Slots of one call of a script over a shard, and their tags joined as the call sends them. */
 interface ShardChunk {
   readonly slots: readonly number[];
@@ -233,6 +232,7 @@ function shardChunksOf(ranges: readonly SlotRange[]): readonly ShardChunk[] {
   return chunks;
 }
 
+/** Every slot of `ranges`, in order. */
 function slotsOf(ranges: readonly SlotRange[]): readonly number[] {
   const key = ranges.map(({ start, end }) => `${start}-${end}`).join(',');
   let slots = slotLists.get(key);
@@ -1103,10 +1103,10 @@ export class ClusterConnection extends NodeConnection {
 
   /**
    * Reads whether each slot of `chunks` (served by the master behind `client`) holds its incarnation key, and its
-   * seal epoch, and hands each slot's state to `apply` (a slot whose read failed is skipped): one probe-shard.lua call per
-   * SHARD_SCRIPT_SLOTS slots (sent together), or, for a call that fails (a slot moved: the script refuses a key its
-   * node does not serve), two GETs per slot in pipelines of PROBE_CHUNK slots, one after another, so the event loop
-   * is free between two. No object per slot: a start-up reads every slot of every member, once per coordinator.
+   * seal epoch, and hands each slot's state to `apply` (a slot whose read failed is skipped): one probe-shard.lua
+   * call per chunk (sent together), or, for a call that fails (a slot moved: the script refuses a key its node does
+   * not serve), two GETs per slot in pipelines of PROBE_CHUNK slots, one after another, so the event loop is free
+   * between two. No object per slot: a start-up reads every slot of every member, once per coordinator.
    */
   private async readSlotStates(
     client: Redis,

@@ -28,8 +28,8 @@ interface ChannelWaiters {
  * A release of a waiter's own lease id never wakes that waiter: a failed round undoes its partial grants, and the
  * nodes publish that undo like any release. It frees nothing the waiter lacks (the nodes that refused it still
  * refuse), so waking on it only ran another round that failed and undid again — a loop of round trips until the
- * wait ran out (measured: 26 rounds per 200 ms wait against a holder on two of three Redis Clusters). It may free
- * what another waiter lacks, so it is handed to the longest-waiting *other* waiter.
+ * wait ran out (measured: 479 rounds in a 1 s wait on three local nodes, test/integration/coordinator/protocol/
+ * waiters.test.ts). It may free what another waiter lacks, so it is handed to the longest-waiting *other* waiter.
  */
 export class ReleaseNotifier {
   private readonly subscribers = new Map<number, Redis>();

@@ -206,24 +206,15 @@ export function interpretReply<S extends ScriptName>(script: S, reply: unknown):
   return interpreters[script](new ReplyReader(script, reply));
 }
 
-/** fresh-init-shard.lua's code characters (base 36: ScriptCode.OK, INITIALIZED, NO_INIT_MARK) as replies. */
-const FRESH_INIT_STEPS = {
-  '1': { kind: 'ok' },
-  a: { kind: 'initialized' },
-  c: { kind: 'init-mark-lost' },
-} as const satisfies Record<string, FreshInitReply>;
-
-/** One step of fresh-init.lua, on a node or on one slot of a shard (fresh-init-shard.lua): the same replies. */
-function freshInitStep(r: ReplyReader): FreshInitReply {
-  switch (r.code(SCRIPT_CODES['fresh-init'])) {
-    case ScriptCode.OK:
-      return r.done({ kind: 'ok' });
-    case ScriptCode.INITIALIZED:
-      return r.done({ kind: 'initialized' });
-    case ScriptCode.NO_INIT_MARK:
-      return r.done({ kind: 'init-mark-lost' });
-  }
-}
+/**
+ * fresh-init.lua's replies by code. fresh-init-shard.lua answers the same codes, one per slot, each written as one
+ * base-36 character ('1', 'a', 'c').
+ */
+const FRESH_INIT_REPLIES = {
+  [ScriptCode.OK]: { kind: 'ok' },
+  [ScriptCode.INITIALIZED]: { kind: 'initialized' },
+  [ScriptCode.NO_INIT_MARK]: { kind: 'init-mark-lost' },
+} as const satisfies Record<(typeof SCRIPT_CODES)['fresh-init'][number], FreshInitReply>;
 
 /** A repair read's reply (repair-read.lua, repair-read-slot.lua), past the code only repair-read.lua has. */
 function repairRead(
@@ -365,7 +356,7 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'corrupt' });
     }
   },
-  'fresh-init': freshInitStep,
+  'fresh-init': (r) => r.done(FRESH_INIT_REPLIES[r.code(SCRIPT_CODES['fresh-init'])]),
   // Each slot's character is fresh-init.lua's reply code for that slot (the same step,
   // lua/include/fresh-init-step.lua); SCRIPT_CODES lists those codes.
   'fresh-init-shard': (r) => {
@@ -510,7 +501,9 @@ class ReplyReader {
       throw this.malformed(`field ${index} must be a string of '1', 'a' and 'c', one per slot`);
     }
     const steps: FreshInitReply[] = [];
-    for (const code of value) steps.push(FRESH_INIT_STEPS[code as '1' | 'a' | 'c']);
+    for (const code of value) {
+      steps.push(FRESH_INIT_REPLIES[parseInt(code, 36) as keyof typeof FRESH_INIT_REPLIES]);
+    }
     return steps;
   }
 
