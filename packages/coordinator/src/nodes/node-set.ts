@@ -472,15 +472,25 @@ export class NodeSet implements ProtocolContext {
     // argument). With any node unreachable, nothing is initialized.
     //
     // Coordinators of this process that start on the same nodes at the same moment (one per Redlock made over the
-    // same clients, say) initialize them once: a second one waits for the first's initialization and then looks
-    // again, exactly as it does when it gives up because another process initialized first. It initializes nothing
-    // itself on that path, so the argument above is untouched; it only spares the nodes a second mark and check of
-    // everything (16 384 slots per Cluster member).
+    // same clients, say) initialize them once: a second one waits for the first's initialization and takes its
+    // outcome, which is a fact about the nodes (which of them hold their incarnation key after step 3), not about
+    // the coordinator that ran it; the key below names the same nodes in the same order and the same prefix. It
+    // initializes nothing itself on that path, so the argument above is untouched; it only spares the nodes a
+    // second mark and check of everything (16 384 slots per Cluster member), and a second look at every node
+    // right after the first one's initialization, when every waiting coordinator would make it at once and the
+    // first coordinator's callers are already using the nodes. Taking the outcome is as safe as the initializer
+    // taking it: the flag only says a node is worth asking, and every vote re-checks the incarnation key
+    // atomically on the node. When the initialization gave up, the waiting coordinator looks again, exactly as the
+    // one that gave up does.
     const key = `${this.settings.keyPrefix}\n${this.nodes.map((n) => n.identity).join('\n')}`;
     const running = freshInitsInFlight.get(key);
     if (running !== undefined) {
-      await running.catch(() => undefined);
-      await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
+      const outcome = await running.catch(() => undefined);
+      if (outcome?.kind === 'initialized') {
+        this.takeInitialized(outcome.initialized);
+      } else {
+        await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
+      }
       return;
     }
     const initializing = initializeFreshCluster(this.nodes, {
@@ -497,12 +507,17 @@ export class NodeSet implements ProtocolContext {
     freshInitsInFlight.set(key, initializing);
     const outcome = await initializing.finally(() => freshInitsInFlight.delete(key));
     if (outcome.kind === 'initialized') {
-      for (const index of outcome.initialized) this.nodes[index]!.markInitialized();
+      this.takeInitialized(outcome.initialized);
     } else {
       // Most often another coordinator is initializing the same fresh cluster at this moment: look again, so that
       // this process sees the nodes it initialized without waiting for the next re-check.
       await Promise.all(this.nodes.map((node) => node.probe(this.probeTimeoutMs)));
     }
+  }
+
+  /** Records the nodes a fresh initialization left initialized (its outcome, by position in `nodes`). */
+  private takeInitialized(initialized: readonly number[]): void {
+    for (const index of initialized) this.nodes[index]!.markInitialized();
   }
 
   private async repairOnce(node: NodeConnection): Promise<void> {

@@ -52,6 +52,9 @@ describe('twelve Redlocks made at once over the same three clients', () => {
       for (const loads of await calls('script\\|load')) expect(loads).toBe(SCRIPT_NAMES.length);
       // The fresh nodes were marked once (SADD is the mark, fresh-init.lua), not once per Redlock.
       expect(await calls('sadd')).toEqual([1, 1, 1]);
+      // Each node was looked at once per Redlock (MGET is the probe's read, node-connection.ts): the eleven that
+      // waited for the first one's initialization took its outcome instead of looking at every node again.
+      expect(await calls('mget')).toEqual([12, 12, 12]);
       await Promise.all(redlocks.map((r) => r.coordinator.close()));
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
