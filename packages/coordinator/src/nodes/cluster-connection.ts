@@ -87,7 +87,11 @@ const PROBE_CHUNK = 512;
  * Slots per call of a script over a shard (probe-shard.lua, fresh-init-shard.lua). Redis runs nothing else while a
  * script runs: one fresh-initialization step over a master's 5 461 slots held it for 60–190 ms (INFO commandstats,
  * fsync-always masters), queuing every other client's commands behind it. Calls of 1 024 slots hold it about a
- * fifth as long; they are all sent at once, so a shard still costs one round trip.
+ * fifth as long. A probe sends its calls all at once, so a shard costs one round trip; a fresh initialization (three
+ * steps of mark-sized writes on every slot, once in a member's life) sends them one at a time over the whole member,
+ * since a master reads the calls sent together in one go and runs them back to back, and every master of every
+ * member running its share at once starves whatever else runs on the hosts (measured with node-redlock's own suite,
+ * four fresh Clusters at once on 2 cores: the application's own GET/PTTL took up to 100 ms beside it).
  */
 const SHARD_SCRIPT_SLOTS = 1_024;
 /** Per-slot scripts in flight at once in a bulk operation (fresh initialization, settings, repair bookkeeping). */
@@ -734,8 +738,10 @@ export class ClusterConnection extends NodeConnection {
   }
 
   /**
-   * One fresh-initialization step on every slot, each slot's reply by slot number: one fresh-init-shard.lua call per
-   * master over the slots the last layout says it serves, then fresh-init.lua per slot (routed by the client) for
+   * One fresh-initialization step on every slot, each slot's reply by slot number: fresh-init-shard.lua calls on each
+   * master over the slots the last layout says it serves, one call at a time over the whole member (a member's
+   * initialization happens once in its life; the application's own commands on the member wait for at most one
+   * call, not for every master running its share at once), then fresh-init.lua per slot (routed by the client) for
    * every slot a shard call did not answer — a master without a connection, a slot that moved (the script refuses
    * a key of a slot its node does not serve), no layout. Either way each slot's step is fresh-init.lua's own.
    */
@@ -750,40 +756,41 @@ export class ClusterConnection extends NodeConnection {
     const replies = new Array<FreshInitReply | undefined>(SLOT_COUNT);
     const masters = await this.masters(timeoutMs).catch(() => []);
     const { head, tails } = this.keyTemplate;
-    await Promise.all(
-      masters.flatMap(({ client, ranges }) =>
-        client === undefined
-          ? []
-          : shardChunksOf(ranges).map(async ({ slots, tags }) => {
-              const args: (string | number)[] = [
-                step,
-                nonce,
-                argument,
-                head,
-                tails.incarnation,
-                tails.fresh,
-                tails.settings,
-                fields.length,
-                ...fields,
-                tags,
-              ];
-              try {
-                const raw = await withTimeout(
-                  runScript(client, 'fresh-init-shard', [], args),
-                  timeoutMs,
-                  `node ${this.index} fresh-init`,
-                );
-                const { steps } = interpretReply('fresh-init-shard', raw);
-                if (steps.length !== slots.length) return; // malformed: left to the per-slot calls below
-                slots.forEach((slot, i) => {
-                  replies[slot] = steps[i];
-                });
-              } catch {
-                // Left to the per-slot calls below, which report their own failures.
-              }
-            }),
-      ),
-    );
+    // One call at a time over the whole member (SHARD_SCRIPT_SLOTS says why). A master whose call failed gets no
+    // more: its remaining slots go to the per-slot calls below, which report their own failures.
+    const failed = new Set<Redis>();
+    for (const { client, ranges } of masters) {
+      if (client === undefined) continue;
+      for (const { slots, tags } of shardChunksOf(ranges)) {
+        if (failed.has(client)) break;
+        const args: (string | number)[] = [
+          step,
+          nonce,
+          argument,
+          head,
+          tails.incarnation,
+          tails.fresh,
+          tails.settings,
+          fields.length,
+          ...fields,
+          tags,
+        ];
+        try {
+          const raw = await withTimeout(
+            runScript(client, 'fresh-init-shard', [], args),
+            timeoutMs,
+            `node ${this.index} fresh-init`,
+          );
+          const { steps } = interpretReply('fresh-init-shard', raw);
+          if (steps.length !== slots.length) continue; // malformed: left to the per-slot calls below
+          slots.forEach((slot, i) => {
+            replies[slot] = steps[i];
+          });
+        } catch {
+          failed.add(client);
+        }
+      }
+    }
     const rest: number[] = [];
     for (let slot = 0; slot < SLOT_COUNT; slot++) if (replies[slot] === undefined) rest.push(slot);
     if (rest.length > 0) {

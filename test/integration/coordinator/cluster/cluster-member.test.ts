@@ -1,6 +1,7 @@
 // Redis Cluster members (DESIGN §3c) on real clusters: leases and tokens through the library with three cluster
 // members, and with a mixed quorum (two standalone masters and one cluster); per-slot node state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Command } from 'ioredis';
 import { Cluster, Redis } from 'ioredis';
 import { Cluster as CopyCluster } from 'ioredis-copy';
 import V4Redis from 'ioredis-v4';
@@ -156,6 +157,58 @@ describe('initializing fresh Cluster members', () => {
       await lease.release();
     } finally {
       await coordinator.close();
+    }
+  }, 60_000);
+});
+
+describe('initializing a fresh member one shard call at a time', () => {
+  it("keeps one fresh-init-shard.lua call in flight per member, so the member's other clients wait for one call at most", async () => {
+    const clusters = members.map(
+      (m) => new Cluster(m.urls.map((u) => ({ host: '127.0.0.1', port: Number(new URL(u).port) }))),
+    );
+    const inFlight = clusters.map(() => 0);
+    const most = clusters.map(() => 0);
+    const calls = clusters.map(() => 0);
+    try {
+      await Promise.all(clusters.map((c) => c.ping()));
+      await eventually(() => clusters.every((c) => c.nodes('master').length === 3), {
+        timeoutMs: 10_000,
+        what: "every cluster client's three masters",
+      });
+      clusters.forEach((cluster, i) => {
+        for (const master of cluster.nodes('master')) {
+          const send = master.sendCommand.bind(master);
+          master.sendCommand = (command: Command, stream?: unknown) => {
+            // fresh-init-shard.lua: EVALSHA <sha> 0 mark|check|init …
+            const args = command.args;
+            if (
+              command.name === 'evalsha' &&
+              String(args[1]) === '0' &&
+              ['mark', 'check', 'init'].includes(String(args[2]))
+            ) {
+              calls[i]! += 1;
+              inFlight[i]! += 1;
+              most[i] = Math.max(most[i]!, inFlight[i]!);
+              void command.promise.finally(() => (inFlight[i]! -= 1)).catch(() => undefined);
+            }
+            return send(command, stream as never);
+          };
+        }
+      });
+      const coordinator = new Coordinator({ nodes: clusters, keyPrefix: 'fresh-one-at-a-time' });
+      try {
+        await coordinator.ready();
+        const status = await coordinator.nodeStatus();
+        expect(status.map((s) => s.voting)).toEqual([true, true, true]);
+      } finally {
+        await coordinator.close();
+      }
+      // Three steps over 16 384 slots in calls of at most 1 024 per master: at least 3 × 16 calls per member.
+      for (const count of calls) expect(count).toBeGreaterThanOrEqual(48);
+      // Sent together, every master's calls would be in flight at once (18 per member here).
+      expect(most).toEqual([1, 1, 1]);
+    } finally {
+      clusters.forEach((c) => c.disconnect());
     }
   }, 60_000);
 });
