@@ -16,10 +16,10 @@
 -- KEYS[]   none: the keys are built from ARGV
 -- ARGV[1]  'mark', 'check' or 'init' (fresh-init.lua)
 -- ARGV[2]  nonce of this initialization
--- ARGV[3]  'mark': the marks' ttl in milliseconds; 'init': the new incarnation id; 'check': ''
+-- ARGV[3]  'mark': the mark's ttl in milliseconds; 'init': the new incarnation id; 'check': ''
 -- ARGV[4]  head of every node-state key, `<prefix>:node:{`
--- ARGV[5]  tail of the incarnation key `}:incarnation`; ARGV[6] of the init marks `}:fresh`; ARGV[7] of the
---          settings `}:settings`
+-- ARGV[5]  tail of the incarnation key `}:incarnation`; ARGV[6] of this initialization's mark `}:fresh:<nonce>`;
+--          ARGV[7] of the settings `}:settings`
 -- ARGV[8]  m, how many settings values follow (twice the number of fields; 0 unless 'init')
 -- ARGV[9 .. 8+m]  'init': the cluster's settings as field/value pairs
 -- ARGV[9+m]      the slots' tags, joined by ',' (a tag is [0-9a-z]+; one argument, not thousands)

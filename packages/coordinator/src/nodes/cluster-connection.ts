@@ -53,6 +53,7 @@ import {
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
+  freshMarkKey,
   nodeStateKeys,
   slotKeyTemplate,
   resourceKeyPattern,
@@ -769,7 +770,7 @@ export class ClusterConnection extends NodeConnection {
           argument,
           head,
           tails.incarnation,
-          tails.fresh,
+          freshMarkKey(tails.fresh, nonce),
           tails.settings,
           fields.length,
           ...fields,
@@ -798,7 +799,7 @@ export class ClusterConnection extends NodeConnection {
         'fresh-init',
         timeoutMs,
         'fresh-init',
-        (k) => [k.incarnation, k.fresh, k.settings],
+        (k) => [k.incarnation, freshMarkKey(k.fresh, nonce), k.settings],
         () => [step, nonce, argument, ...fields],
         (raw) => interpretReply('fresh-init', raw),
         rest,

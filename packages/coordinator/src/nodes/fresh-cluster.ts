@@ -25,7 +25,7 @@
  * state (a quorum protocol survives at most N − quorum lost nodes, and 2·quorum − N ≥ 1), and Y was initialized
  * before G, hence before t1 — and still is. Step 2 read Y after every step-1 mark was acknowledged, so after t1: it
  * saw Y initialized and gave up. Contradiction. The argument speaks of one process's own mark and its own checks, so
- * several processes initializing at once are each safe: every node keeps a set of marks, each process adds its own,
+ * several processes initializing at once are each safe: every node keeps one mark per process (a key named by its nonce),
  * and a node another process initialized first answers `initialized` at step 3 — the state we wanted.
  *
  * Tests that fail when this breaks: test/unit/coordinator/nodes/fresh-cluster.test.ts (the schedule above, and the

@@ -35,6 +35,7 @@ import {
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
+  freshMarkKey,
   leaseKeyOfRecord,
   nodeStateKeys,
   resourceKeyPattern,
@@ -497,7 +498,7 @@ export class NodeConnection implements ProtocolNode {
     return this.script(
       'fresh-init',
       timeoutMs,
-      [this.stateKeys.incarnation, this.stateKeys.fresh, this.stateKeys.settings],
+      [this.stateKeys.incarnation, freshMarkKey(this.stateKeys.fresh, nonce), this.stateKeys.settings],
       [step, nonce, argument, ...(step === 'init' ? Object.entries(settings).flat() : [])],
     );
   }

@@ -108,7 +108,10 @@ export interface NodeStateKeys {
   readonly settings: string;
   /** A repair in progress; the repair only completes if its marker survived. */
   readonly repair: string;
-  /** Marks of fresh-cluster initializations in progress (nodes/fresh-cluster.ts). */
+  /**
+   * Stem of the marks of fresh-cluster initializations in progress (nodes/fresh-cluster.ts): each initialization's
+   * mark is a key of its own, `<fresh>:<nonce>` ({@link freshMarkKey}).
+   */
   readonly fresh: string;
   /** Lock of a fold pass: one process folds a node's idle registers per interval. */
   readonly fold: string;
@@ -191,9 +194,12 @@ export function repairMarkerKey(prefix: string): string {
   return nodeStateKeys(prefix).repair;
 }
 
-/** Per-node marks of a fresh-cluster initialization in progress. */
-export function freshMarkKey(prefix: string): string {
-  return nodeStateKeys(prefix).fresh;
+/**
+ * The mark of the fresh-cluster initialization `nonce` (fresh-init.lua): `stem` is {@link NodeStateKeys.fresh} (a whole
+ * key), or its tail in a {@link SlotKeyTemplate}; the nonce comes after the slot's tag, so the mark stays in that slot.
+ */
+export function freshMarkKey(stem: string, nonce: string): string {
+  return `${stem}:${nonce}`;
 }
 
 /**

@@ -9,7 +9,7 @@ import { Coordinator } from '@fenced/coordinator';
 import { eventually } from '@fenced/test-utils/eventually';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
-import { keySlot, nodeStateKeys, slotKeyTemplate, slotTag } from '../../../fixtures/keys.js';
+import { freshMarkKey, keySlot, nodeStateKeys, slotKeyTemplate, slotTag } from '../../../fixtures/keys.js';
 import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
 import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
 
@@ -235,7 +235,7 @@ describe('the scripts over a whole shard, on a real cluster', () => {
             argument,
             head,
             tails.incarnation,
-            tails.fresh,
+            freshMarkKey(tails.fresh, 'n1'),
             tails.settings,
             settings.length,
             ...settings,
@@ -265,7 +265,7 @@ describe('the scripts over a whole shard, on a real cluster', () => {
       await expect(step('mark', 30_000, [16383])).rejects.toThrow(/non local key/);
       await expect(probe([0, 16383])).rejects.toThrow(/non local key/);
       const owner = new Redis(other, '127.0.0.1');
-      await expect(owner.exists(nodeStateKeys('shard-script', 16383).fresh))
+      await expect(owner.exists(freshMarkKey(nodeStateKeys('shard-script', 16383).fresh, 'n1')))
         .resolves.toBe(0)
         .finally(() => owner.disconnect());
     } finally {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   freshMarkKey,
   incarnationKey,
+  nodeStateKeys,
   settingsKey,
 } from '../../../../packages/coordinator/src/redlock/keys.js';
 import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
@@ -31,6 +32,9 @@ async function connect(): Promise<Redis> {
 }
 
 describe('fresh-init.lua', () => {
+  /** Initialization `nonce`'s own mark on the node. */
+  const markOf = (prefix: string, nonce: string): string => freshMarkKey(nodeStateKeys(prefix).fresh, nonce);
+
   const step = async (
     redis: Redis,
     prefix: string,
@@ -43,7 +47,7 @@ describe('fresh-init.lua', () => {
       await runScript(
         redis,
         'fresh-init',
-        [incarnationKey(prefix), freshMarkKey(prefix), settingsKey(prefix)],
+        [incarnationKey(prefix), markOf(prefix, nonce), settingsKey(prefix)],
         [name, nonce, argument],
       ),
     );
@@ -56,10 +60,10 @@ describe('fresh-init.lua', () => {
       expect(await step(redis, prefix, 'check', 'n1', '')).toEqual({ kind: 'ok' });
       expect(await step(redis, prefix, 'init', 'n1', 'incarnation-1')).toEqual({ kind: 'ok' });
       expect(await redis.get(incarnationKey(prefix))).toBe('incarnation-1');
-      expect(await redis.exists(freshMarkKey(prefix))).toBe(0);
+      expect(await redis.exists(markOf(prefix, 'n1'))).toBe(0);
       // Initialized: every step answers so and writes nothing.
       expect(await step(redis, prefix, 'mark', 'n2', 30_000)).toEqual({ kind: 'initialized' });
-      expect(await redis.exists(freshMarkKey(prefix))).toBe(0);
+      expect(await redis.exists(markOf(prefix, 'n2'))).toBe(0);
       expect(await step(redis, prefix, 'init', 'n2', 'incarnation-2')).toEqual({ kind: 'initialized' });
       expect(await redis.get(incarnationKey(prefix))).toBe('incarnation-1');
     } finally {
@@ -73,6 +77,9 @@ describe('fresh-init.lua', () => {
     try {
       await step(redis, prefix, 'mark', 'first', 30_000);
       await step(redis, prefix, 'mark', 'second', 30_000);
+      // One key per initialization, holding its nonce, living the ttl its 'mark' gave.
+      expect(await redis.get(markOf(prefix, 'first'))).toBe('first');
+      expect(await redis.pttl(markOf(prefix, 'second'))).toBeGreaterThan(0);
       expect(await step(redis, prefix, 'check', 'first', '')).toEqual({ kind: 'ok' });
       expect(await step(redis, prefix, 'check', 'unknown', '')).toEqual({ kind: 'init-mark-lost' });
       expect(await step(redis, prefix, 'init', 'unknown', 'incarnation-0')).toEqual({
@@ -82,6 +89,9 @@ describe('fresh-init.lua', () => {
       expect(await step(redis, prefix, 'init', 'second', 'incarnation-2')).toEqual({ kind: 'ok' });
       expect(await step(redis, prefix, 'init', 'first', 'incarnation-1')).toEqual({ kind: 'initialized' });
       expect(await redis.get(incarnationKey(prefix))).toBe('incarnation-2');
+      // 'init' deletes its own mark; another process's expires with its ttl.
+      expect(await redis.exists(markOf(prefix, 'second'))).toBe(0);
+      expect(await redis.exists(markOf(prefix, 'first'))).toBe(1);
     } finally {
       redis.disconnect();
     }

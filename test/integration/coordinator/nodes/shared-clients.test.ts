@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import Redlock from '@fenced/redlock';
+import { eventually } from '@fenced/test-utils/eventually';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { SCRIPT_NAMES } from '../../../../packages/coordinator/src/scripts/scripts.js';
 
@@ -44,14 +45,30 @@ describe('twelve Redlocks made at once over the same three clients', () => {
     const warnings: Error[] = [];
     const onWarning = (warning: Error): void => void warnings.push(warning);
     process.on('warning', onWarning);
+    // What each node runs, scripts' inner calls included: the marks are SETs of `<prefix>:node:fresh:<nonce>`.
+    const monitors = await Promise.all(admin.map((a) => a.monitor()));
+    const seen = monitors.map(() => [] as string[][]);
+    monitors.forEach((m, i) => m.on('monitor', (_time: string, args: string[]) => void seen[i]!.push(args)));
     try {
       const redlocks = Array.from({ length: 12 }, () => new Redlock(clients, { keyPrefix: 'shared' }));
       const locks = await Promise.all(redlocks.map((r, i) => r.acquire([`shared-${i}`], 5_000)));
       await Promise.all(locks.map((l) => l.release()));
       // One SCRIPT LOAD per script per connection (twelve without sharing the load in flight).
       for (const loads of await calls('script\\|load')) expect(loads).toBe(SCRIPT_NAMES.length);
-      // The fresh nodes were marked once (SADD is the mark, fresh-init.lua), not once per Redlock.
-      expect(await calls('sadd')).toEqual([1, 1, 1]);
+      // The fresh nodes were marked once (fresh-init.lua), not once per Redlock. An ECHO after everything else, seen
+      // by each monitor, says it has seen all that came before.
+      const marker = `marker-${process.pid}`;
+      await Promise.all(admin.map((a) => a.echo(marker)));
+      await eventually(() => seen.every((s) => s.some((args) => args[1] === marker)), {
+        timeoutMs: 10_000,
+        what: 'every monitor to see the marker',
+      });
+      const marks = seen.map(
+        (s) =>
+          s.filter((args) => args[0]?.toLowerCase() === 'set' && args[1]?.startsWith('shared:node:fresh:'))
+            .length,
+      );
+      expect(marks).toEqual([1, 1, 1]);
       // Each node was looked at once per Redlock (MGET is the probe's read, node-connection.ts): the eleven that
       // waited for the first one's initialization took its outcome instead of looking at every node again.
       expect(await calls('mget')).toEqual([12, 12, 12]);
@@ -68,6 +85,7 @@ describe('twelve Redlocks made at once over the same three clients', () => {
       ).toEqual(before);
     } finally {
       process.off('warning', onWarning);
+      monitors.forEach((m) => m.disconnect());
       clients.forEach((c) => c.disconnect());
     }
   });
