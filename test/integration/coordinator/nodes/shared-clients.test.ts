@@ -8,6 +8,7 @@ import Redlock from '@fenced/redlock';
 import { eventually } from '@fenced/test-utils/eventually';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { SCRIPT_NAMES } from '../../../../packages/coordinator/src/scripts/scripts.js';
+import { freshMarkKey, nodeKeysOf } from '../../../fixtures/keys.js';
 
 let env: RedisNodes;
 let admin: Redis[] = [];
@@ -45,7 +46,7 @@ describe('twelve Redlocks made at once over the same three clients', () => {
     const warnings: Error[] = [];
     const onWarning = (warning: Error): void => void warnings.push(warning);
     process.on('warning', onWarning);
-    // What each node runs, scripts' inner calls included: the marks are SETs of `<prefix>:node:fresh:<nonce>`.
+    // What each node runs, scripts' inner calls included: the marks are SETs of their own keys (fresh-init.lua).
     const monitors = await Promise.all(admin.map((a) => a.monitor()));
     const seen = monitors.map(() => [] as string[][]);
     monitors.forEach((m, i) => m.on('monitor', (_time: string, args: string[]) => void seen[i]!.push(args)));
@@ -63,10 +64,9 @@ describe('twelve Redlocks made at once over the same three clients', () => {
         timeoutMs: 10_000,
         what: 'every monitor to see the marker',
       });
+      const markStem = freshMarkKey(nodeKeysOf('shared').initMarks, '');
       const marks = seen.map(
-        (s) =>
-          s.filter((args) => args[0]?.toLowerCase() === 'set' && args[1]?.startsWith('shared:node:fresh:'))
-            .length,
+        (s) => s.filter((args) => args[0]?.toLowerCase() === 'set' && args[1]?.startsWith(markStem)).length,
       );
       expect(marks).toEqual([1, 1, 1]);
       // Each node was looked at once per Redlock (MGET is the probe's read, node-connection.ts): the eleven that
