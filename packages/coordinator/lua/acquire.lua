@@ -62,17 +62,19 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   if cur == nil then
     return {4}
   end
-  local value = redis.call('GET', lease_key)
-  -- Ownership check: a key holding our own id is a vote for us (an earlier attempt of this same acquire
-  -- reached this node), so retries never block themselves; any other value belongs to someone else (in the
-  -- 'redlock' layout also a key another program set, e.g. node-redlock itself).
-  if value ~= false and lease_holder(value) ~= lease_id then
-    return {2, redis.call('PTTL', lease_key), cur}
+  -- Ownership check: the lease key is written only if absent (NX); a key holding our own id is a vote for us (an
+  -- earlier attempt of this same acquire reached this node), so retries never block themselves and renew it; any
+  -- other value belongs to someone else (in the 'redlock' layout also a key another program set, e.g. node-redlock
+  -- itself). Script time stands still, so a key present for NX is still present for the GET.
+  local value = record_key == lease_key and lease_id .. '|' .. proposal or lease_id
+  if not redis.call('SET', lease_key, value, 'NX', 'PX', ttl) then
+    local held = redis.call('GET', lease_key)
+    if held ~= false and lease_holder(held) ~= lease_id then
+      return {2, redis.call('PTTL', lease_key), cur}
+    end
+    redis.call('SET', lease_key, value, 'PX', ttl)
   end
-  if record_key == lease_key then
-    redis.call('SET', lease_key, lease_id .. '|' .. proposal, 'PX', ttl)
-  else
-    redis.call('SET', lease_key, lease_id, 'PX', ttl)
+  if record_key ~= lease_key then
     redis.call('SET', record_key, lease_id .. '|' .. proposal, 'PX', ttl)
   end
   -- The promise: only above everything this node ever promised for the resource (cur, or the floor).

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { Coordinator, TokenExhaustedError, type Lease } from '@fenced/coordinator';
 import { MAX_TOKEN, QuorumUnavailableError } from '@fenced/shared';
@@ -184,6 +186,50 @@ describe('fencing tokens on real nodes', () => {
     expect(await promise('9007199254740992', '9007199254740993')).toEqual([1, '9007199254740993']);
     expect(await promise('9223372036854775806', '9223372036854775807')).toEqual([1, '9223372036854775807']);
     expect(await promise('9223372036854775807', '9223372036854775806')).toEqual([5, '9223372036854775807']);
+  });
+
+  it('orders any two tokens inside Lua exactly as bigint does (property over lengths 1 to 19 and shared digits)', async () => {
+    // include/decimal-token.lua's `greater` compares the leading digits and the last nine as numbers: these pairs
+    // reach each branch, and the places where a double would round (above 2^53) or a digit loop would stop early.
+    const helpers = readFileSync(
+      new URL('../../../../packages/coordinator/lua/include/decimal-token.lua', import.meta.url),
+      'utf8',
+    );
+    const script = `${helpers}
+local out = {}
+for i = 1, #ARGV, 2 do
+  out[#out + 1] = greater(ARGV[i], ARGV[i + 1]) and 1 or 0
+end
+return out`;
+    const inRange = (t: bigint): bigint => (t < 1n ? 1n : t > MAX_TOKEN ? MAX_TOKEN : t);
+    const token = fc.oneof(
+      fc.bigInt({ min: 1n, max: MAX_TOKEN }),
+      fc
+        .integer({ min: 1, max: 19 })
+        .chain((digits) =>
+          fc.bigInt({ min: 10n ** BigInt(digits - 1), max: inRange(10n ** BigInt(digits) - 1n) }),
+        ),
+    );
+    const pair = fc.oneof(
+      fc.tuple(token, token),
+      // neighbours: a proposal against the register it follows
+      fc.tuple(token, fc.bigInt({ min: -1_000n, max: 1_000n })).map(([a, d]) => [a, inRange(a + d)] as const),
+      // the same leading digits, another last nine (zeros at the front of the tail included)
+      fc
+        .tuple(token, fc.bigInt({ min: 0n, max: 999_999_999n }))
+        .map(([a, tail]) => [a, inRange((a / 1_000_000_000n) * 1_000_000_000n + tail)] as const),
+      // other leading digits, the same last nine
+      fc
+        .tuple(token, fc.bigInt({ min: -5n, max: 5n }))
+        .map(([a, d]) => [a, inRange(a + d * 1_000_000_000n)] as const),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(pair, { minLength: 1, maxLength: 200 }), async (pairs) => {
+        const reply = (await raw[0]!.eval(script, 0, ...pairs.flat().map(String))) as number[];
+        expect(reply).toEqual(pairs.map(([a, b]) => (a > b ? 1 : 0)));
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('negative control: naive "INCR on each node, take the max" goes backwards under the same kind of faults', async () => {
