@@ -657,6 +657,10 @@ function httpSection(results: BenchResults, http: HttpResult): string[] {
     const cell = library?.[c]?.fenced;
     return cell === undefined ? 'not in this run' : num(cell.median);
   };
+  // Results written before the scenario counted the nodes' reads and commands have no such column.
+  const hasHttpIo = Object.values(http.byConcurrency).some(
+    ({ service }) => service.redisReadsPerCycle !== undefined,
+  );
   const out: string[] = [
     `### 6. Lease grants through the HTTP service, against a raw node:http server`,
     '',
@@ -685,7 +689,7 @@ function httpSection(results: BenchResults, http: HttpResult): string[] {
       ]),
     ),
     '',
-    `CPU time per cycle, µs (median of the runs): the server process (/proc/<pid>/stat, all its threads), the load generator (its \`process.cpuUsage\`), and the five Redis servers together (INFO cpu, service runs only).`,
+    `CPU time per cycle, µs (median of the runs): the server process (/proc/<pid>/stat, all its threads), the load generator (its \`process.cpuUsage\`), and the five Redis servers together (INFO cpu, service runs only)${hasHttpIo ? "; then, per node and cycle of the service, the socket reads the node processed (each one batch of a client's commands arriving) and the commands it ran (a script's inner calls included), as in scenario 1" : ''}.`,
     '',
     table(
       [
@@ -694,6 +698,7 @@ function httpSection(results: BenchResults, http: HttpResult): string[] {
         'canned process',
         'load generator (service / canned runs)',
         'Redis, 5 nodes',
+        ...(hasHttpIo ? ['per node: reads, commands'] : []),
       ],
       Object.entries(http.byConcurrency).map(([c, { service, canned }]) => [
         c,
@@ -701,6 +706,9 @@ function httpSection(results: BenchResults, http: HttpResult): string[] {
         num(canned.serverCpuUsPerCycle),
         `${num(service.loadCpuUsPerCycle)} / ${num(canned.loadCpuUsPerCycle)}`,
         num(service.redisCpuUsPerCycle),
+        ...(hasHttpIo
+          ? [`${num(service.redisReadsPerCycle, 2)} reads, ${num(service.redisCommandsPerCycle, 1)} commands`]
+          : []),
       ]),
     ),
     '',

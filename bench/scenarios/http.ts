@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { freePort } from '@fenced/test-utils/free-port';
 import { own, waitForExit } from '@fenced/test-utils/owned-processes';
-import { redisCpuSeconds } from '../bench-environment.js';
+import { redisCpuSeconds, redisIoCounters } from '../bench-environment.js';
 import type { BenchPlan } from '../bench-plan.js';
 import {
   PROFILE_AREAS,
@@ -47,6 +47,13 @@ export interface HttpCell {
   loadCpuUsPerCycle: number;
   /** Median over the runs of the five Redis servers' CPU per cycle (INFO cpu), µs; the service only. */
   redisCpuUsPerCycle?: number;
+  /**
+   * Median over the runs, per node and cycle: socket reads the node processed (INFO stats `total_reads_processed`,
+   * one per batch of a client's commands arriving) and commands it ran (INFO commandstats, a script's inner calls
+   * included); the service only, as in scenario 1. Absent in older results.
+   */
+  redisReadsPerCycle?: number;
+  redisCommandsPerCycle?: number;
 }
 
 /** Self time per area of the service's CPU profile, over the measured runs of one concurrency. */
@@ -167,6 +174,7 @@ export async function runHttp(
       const measure = async (subject: Subject, tag: string, durationMs: number, measured: boolean) => {
         state.progress.update(`http c=${concurrency} ${subject.name} ${tag}`);
         const redisBefore = subject.name === 'service' ? await redisCpuSeconds(admin) : 0;
+        const ioBefore = subject.name === 'service' ? await redisIoCounters(admin) : undefined;
         const cpuBefore = processCpuUs(subject.child.pid!);
         const windowStart = nowUs();
         const run = await generator.run({
@@ -185,6 +193,11 @@ export async function runHttp(
         const serverCpuUs = processCpuUs(subject.child.pid!) - cpuBefore;
         const redisUs =
           subject.name === 'service' ? ((await redisCpuSeconds(admin)) - redisBefore) * 1e6 : Number.NaN;
+        const ioAfter = ioBefore === undefined ? undefined : await redisIoCounters(admin);
+        const perNodeAndCycle = (count: (io: { reads: number; commands: number }) => number): number =>
+          ioBefore === undefined || ioAfter === undefined
+            ? Number.NaN
+            : (count(ioAfter) - count(ioBefore)) / admin.length / run.cycles;
         for (const message of run.errorMessages) state.failures.record('http', subject.name, message);
         // A run's errors beyond the distinct messages still count.
         for (let i = run.errorMessages.length; i < run.errors; i++)
@@ -203,6 +216,8 @@ export async function runHttp(
           serverCpuUsPerCycle: serverCpuUs / run.cycles,
           loadCpuUsPerCycle: run.cpuUs / run.cycles,
           redisCpuUsPerCycle: redisUs / run.cycles,
+          redisReadsPerCycle: perNodeAndCycle((io) => io.reads),
+          redisCommandsPerCycle: perNodeAndCycle((io) => io.commands),
         };
       };
       for (const subject of subjects) await measure(subject, `c${concurrency}-warmup`, plan.warmupMs, false);
@@ -223,7 +238,11 @@ export async function runHttp(
           serverCpuUsPerCycle: finite(runs.map((r) => r.serverCpuUsPerCycle)),
           loadCpuUsPerCycle: finite(runs.map((r) => r.loadCpuUsPerCycle)),
           ...(name === 'service'
-            ? { redisCpuUsPerCycle: finite(runs.map((r) => r.redisCpuUsPerCycle)) }
+            ? {
+                redisCpuUsPerCycle: finite(runs.map((r) => r.redisCpuUsPerCycle)),
+                redisReadsPerCycle: finite(runs.map((r) => r.redisReadsPerCycle)),
+                redisCommandsPerCycle: finite(runs.map((r) => r.redisCommandsPerCycle)),
+              }
             : {}),
         };
       };

@@ -38,6 +38,25 @@ describe('scenario 6 in the report', () => {
     expect(check?.met).toBe(ratio >= 0.4);
   });
 
+  it("shows the nodes' reads and commands per cycle of the service when counted, and no such column before", () => {
+    const before = results('http-before.json');
+    expect(renderMarkdown(before)).not.toContain('per node: reads, commands');
+    const counted = structuredClone(before);
+    const http = counted.results.http!;
+    if (!('canned' in http)) throw new Error('http-before.json is of the old shape');
+    Object.assign(http.byConcurrency['64']!.service, {
+      redisReadsPerCycle: 0.134,
+      redisCommandsPerCycle: 7.62,
+    });
+    Object.assign(http.byConcurrency['1']!.service, {
+      redisReadsPerCycle: 2.01,
+      redisCommandsPerCycle: 11.3,
+    });
+    const markdown = renderMarkdown(counted);
+    expect(markdown).toContain('per node: reads, commands');
+    expect(markdown).toMatch(/\| 64 +\|.*\| 0\.13 reads, 7\.6 commands +\|/);
+  });
+
   it('still renders results of the old shape (the app in the bench process, a stub coordinator)', () => {
     const markdown = renderMarkdown(results('full-2026-11-22.json'));
     expect(markdown).toContain('### 6. Lease grants through the HTTP service');
