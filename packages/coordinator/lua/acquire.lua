@@ -30,8 +30,8 @@
 --   {14, max}       TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing written.
 -- An argument count that does not match KEYS is an error reply (a caller bug, never a vote).
 --
--- Tokens are compared as decimal strings (length, then digit by digit): Lua numbers are doubles and lose
--- precision above 2^53, so a token is never passed through tonumber.
+-- Tokens are compared as decimal strings (length, then two parts of at most ten digits, include/decimal-token.lua):
+-- Lua numbers are doubles and lose precision above 2^53, so a whole token is never passed through tonumber.
 
 -- @include decimal-token
 -- @include lease-value

@@ -1,7 +1,8 @@
 -- decimal-token.lua: included by the scripts that read or compare fencing tokens (`-- @include decimal-token`).
 --
--- Tokens are canonical decimal strings (no sign, no leading zeros, at most 19 digits: 1 ..= 2^63-1). They are
--- never passed through tonumber: Lua numbers are doubles and lose precision above 2^53.
+-- Tokens are canonical decimal strings (no sign, no leading zeros, at most 19 digits: 1 ..= 2^63-1). A whole token
+-- is never passed through tonumber: Lua numbers are doubles and lose precision above 2^53 (parts of ten digits or
+-- fewer are exact, which `greater` uses).
 
 local function is_token(s)
   return type(s) == 'string' and #s <= 19 and string.match(s, '^[1-9][0-9]*$') ~= nil
