@@ -12,9 +12,14 @@
 // = the dump's total ÷ items. User space only (the kernel's share of a write and an fsync is not counted), and the
 // server's timer work during a phase is counted with it (a small share: `hz` 10). With `--baseline-ref`, the same
 // scripts as of that revision (its lua/ files read with `git show`) are a second variant on the same server.
-// The server is stopped by its process id. Measures; never fails on a figure.
+// Two more rows put the figures in proportion, on the same server: `redlock` (node-redlock 5's own acquire and
+// release scripts, read from its installed package, one EVALSHA per lock as it sends them, B of them pipelined in one
+// write as its auto-pipelined clients do) and `floor` (bench/scenarios/floor.ts's plain commands: SET NX PX of the
+// lease and SET of the register, then DEL; B calls pipelined). The server is stopped by its process id. Measures;
+// never fails on a figure.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '@fenced/test-utils/free-port';
 import { redisServerArgs } from '@fenced/test-utils/redis-node';
+import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import { nodeStateKeys, resourceKeys } from '../packages/coordinator/src/redlock/keys.js';
 import { loadScriptSource } from '../packages/coordinator/src/scripts/scripts.js';
@@ -54,9 +60,12 @@ if (batchSizes.some((b) => b > 128))
   throw new Error('--batch: at most 128 calls per script call (MAX_BATCH_SIZE)');
 
 type Script = 'acquire' | 'release';
+/** How one acquire and one release reach the node: fenced's batch scripts, redlock's scripts, or plain commands. */
+type Kind = 'fenced' | 'redlock' | 'floor';
 interface Variant {
   readonly name: string;
-  readonly sources: Record<Script, string>;
+  readonly kind: Kind;
+  readonly sources?: Record<Script, string>;
 }
 
 /** A script of an earlier revision with its `-- @include` lines expanded from that revision's files. */
@@ -74,9 +83,22 @@ function baselineSource(ref: string, script: Script): string {
   );
 }
 
+/** node-redlock 5's ACQUIRE_SCRIPT and RELEASE_SCRIPT, as its installed package defines them (not exported). */
+function redlockSources(): Record<Script, string> {
+  const file = createRequire(import.meta.url).resolve('redlock');
+  const text = readFileSync(file, 'utf8');
+  const constant = (name: string): string => {
+    const match = new RegExp(`const ${name} = \`([^\`]*)\``).exec(text);
+    if (match === null) throw new Error(`${name} not found in ${file}: the installed redlock changed`);
+    return match[1]!;
+  };
+  return { acquire: constant('ACQUIRE_SCRIPT'), release: constant('RELEASE_SCRIPT') };
+}
+
 const variants: Variant[] = [
   {
-    name: 'current',
+    name: 'fenced',
+    kind: 'fenced',
     sources: { acquire: loadScriptSource('acquire'), release: loadScriptSource('release') },
   },
 ];
@@ -88,10 +110,15 @@ if (values['baseline-ref'] !== undefined) {
   });
   if (commit.status !== 0) throw new Error(`--baseline-ref ${ref}: ${commit.stderr.trim()}`);
   variants.push({
-    name: `@${commit.stdout.trim()}`,
+    name: `fenced@${commit.stdout.trim()}`,
+    kind: 'fenced',
     sources: { acquire: baselineSource(ref, 'acquire'), release: baselineSource(ref, 'release') },
   });
 }
+variants.push(
+  { name: 'redlock', kind: 'redlock', sources: redlockSources() },
+  { name: 'floor', kind: 'floor' },
+);
 
 if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('valgrind is not installed');
 const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'fenced-script-instructions-'));
@@ -162,30 +189,69 @@ function leaseId(resource: string): string {
   return id;
 }
 
-/** One EVALSHA per batch of B resources, as NodeConnection's batchers send them; checks every reply. */
-async function run(sha: Record<Script, string>, script: Script, resources: readonly string[], batch: number) {
+/** Fails the run when a call did not do what is being counted (granted, or released). */
+function expectDone(variant: Variant, script: Script, reply: unknown): void {
+  const done =
+    variant.kind === 'fenced'
+      ? Array.isArray(reply) && reply[0] === 1 && (script === 'release' || reply[1] === 1)
+      : variant.kind === 'redlock'
+        ? reply === 1
+        : reply === 'OK' || reply === 1;
+  if (!done) throw new Error(`${variant.name} ${script}: unexpected reply ${JSON.stringify(reply)}`);
+}
+
+/**
+ * Sends `script` for every resource, B at a time: fenced as one EVALSHA per batch (NodeConnection's batchers),
+ * redlock as B pipelined EVALSHAs of one lock each, the floor as B pipelined plain commands per step.
+ */
+async function run(
+  variant: Variant,
+  sha: Record<Script, string> | undefined,
+  script: Script,
+  resources: readonly string[],
+  batch: number,
+): Promise<void> {
   for (let at = 0; at < resources.length; at += batch) {
-    const keys: string[] =
-      script === 'acquire' ? [state.incarnation, state.floor, state.seal, state.settings] : [];
-    const args: string[] = [];
-    for (const resource of resources.slice(at, at + batch)) {
-      const k = resourceKeys(PREFIX, resource);
-      if (script === 'acquire') {
-        keys.push(k.lease, k.record, k.token);
-        token++;
-        args.push(leaseId(resource), String(TTL_MS), token.toString(), '');
+    const group = resources.slice(at, at + batch);
+    if (variant.kind === 'fenced') {
+      const keys: string[] =
+        script === 'acquire' ? [state.incarnation, state.floor, state.seal, state.settings] : [];
+      const args: string[] = [];
+      for (const resource of group) {
+        const k = resourceKeys(PREFIX, resource);
+        if (script === 'acquire') {
+          keys.push(k.lease, k.record, k.token);
+          token++;
+          args.push(leaseId(resource), String(TTL_MS), token.toString(), '');
+        } else {
+          keys.push(k.lease, k.record);
+          args.push(leaseId(resource), k.channel);
+        }
+      }
+      const replies = (await client.evalsha(sha![script], keys.length, ...keys, ...args)) as unknown[];
+      for (const reply of replies) expectDone(variant, script, reply);
+      continue;
+    }
+    const pipeline = client.pipeline();
+    for (const resource of group) {
+      if (variant.kind === 'redlock') {
+        const key = `redlock:${resource}`;
+        if (script === 'acquire') pipeline.evalsha(sha!.acquire, 1, key, leaseId(resource), String(TTL_MS));
+        else pipeline.evalsha(sha!.release, 1, key, leaseId(resource));
       } else {
-        keys.push(k.lease, k.record);
-        args.push(leaseId(resource), k.channel);
+        const k = resourceKeys(PREFIX, resource);
+        if (script === 'acquire') {
+          token++;
+          pipeline.set(k.lease, `${leaseId(resource)}|${token}`, 'PX', TTL_MS, 'NX');
+          pipeline.set(k.token, token.toString());
+        } else {
+          pipeline.del(k.lease);
+        }
       }
     }
-    const replies = (await client.evalsha(sha[script], keys.length, ...keys, ...args)) as unknown[][];
-    // acquire: {1, 1} granted and promised; release: {1} released. Anything else means the calls were not the ones
-    // meant to be counted.
-    for (const reply of replies) {
-      if (reply[0] !== 1 || (script === 'acquire' && reply[1] !== 1)) {
-        throw new Error(`${script}: unexpected reply ${JSON.stringify(reply)}`);
-      }
+    for (const [error, reply] of (await pipeline.exec()) ?? []) {
+      if (error !== null) throw error;
+      expectDone(variant, script, reply);
     }
   }
 }
@@ -203,11 +269,13 @@ try {
   await client.hset(state.settings, 'maxTtlMs', String(TTL_MS * 2));
   const shas = new Map<string, Record<Script, string>>();
   for (const variant of variants) {
+    if (variant.sources === undefined) continue;
     shas.set(variant.name, {
       acquire: (await client.script('LOAD', variant.sources.acquire)) as string,
       release: (await client.script('LOAD', variant.sources.release)) as string,
     });
   }
+  const variantOf = (row: Row): Variant => variants.find((v) => v.name === row.variant)!;
   for (const variant of variants) {
     for (const batch of batchSizes) rows.push({ variant: variant.name, batch, acquire: [], release: [] });
   }
@@ -215,19 +283,19 @@ try {
   const resourcesOf = (row: Row): string[] =>
     Array.from({ length: items }, (_, i) => `${row.variant}-b${row.batch}-resource-${i}`);
   for (const row of rows) {
-    const sha = shas.get(row.variant)!;
-    await run(sha, 'acquire', resourcesOf(row), row.batch);
-    await run(sha, 'release', resourcesOf(row), row.batch);
+    const sha = shas.get(row.variant);
+    await run(variantOf(row), sha, 'acquire', resourcesOf(row), row.batch);
+    await run(variantOf(row), sha, 'release', resourcesOf(row), row.batch);
   }
   for (let round = 0; round < rounds; round++) {
     for (const row of round % 2 === 0 ? rows : [...rows].reverse()) {
-      const sha = shas.get(row.variant)!;
+      const sha = shas.get(row.variant);
       process.stderr.write(`round ${round + 1}/${rounds}: ${row.variant}, batches of ${row.batch}\n`);
       await callgrind('zero');
-      await run(sha, 'acquire', resourcesOf(row), row.batch);
+      await run(variantOf(row), sha, 'acquire', resourcesOf(row), row.batch);
       row.acquire.push((await callgrind('dump')) / items);
       await callgrind('zero');
-      await run(sha, 'release', resourcesOf(row), row.batch);
+      await run(variantOf(row), sha, 'release', resourcesOf(row), row.batch);
       row.release.push((await callgrind('dump')) / items);
     }
   }
@@ -241,23 +309,21 @@ try {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const format = (n: number): string => Math.round(n).toLocaleString('en-US');
 const lines = [
-  `Redis instructions per call (callgrind, user space; ${items} calls per phase, median of ${rounds} rounds)`,
+  `Redis instructions per call on one node (callgrind, user space; ${items} calls per phase, median of ${rounds} rounds). ` +
+    'A batch is B calls arriving in one write: one EVALSHA of B calls for fenced, B pipelined EVALSHAs for redlock, ' +
+    'B pipelined commands per step for the floor.',
   '',
-  '| batch | variant | acquire.lua per call | release.lua per call | per acquire+release |' +
-    (variants.length > 1 ? ' ÷ baseline |' : ''),
-  '| --- | --- | --- | --- | --- |' + (variants.length > 1 ? ' --- |' : ''),
+  '| batch | variant | acquire per call | release per call | per acquire+release | fenced ÷ variant |',
+  '| --- | --- | --- | --- | --- | --- |',
 ];
 for (const batch of batchSizes) {
   const ofBatch = rows.filter((r) => r.batch === batch);
-  const base = ofBatch.find((r) => r.variant !== 'current');
+  const cycleOf = (row: Row): number => median(row.acquire) + median(row.release);
+  const fenced = cycleOf(ofBatch.find((r) => r.variant === 'fenced')!);
   for (const row of ofBatch) {
-    const cycle = median(row.acquire) + median(row.release);
-    const ratio =
-      variants.length > 1 && base !== undefined
-        ? ` ${(cycle / (median(base.acquire) + median(base.release))).toFixed(3)}× |`
-        : '';
+    const ratio = row.variant === 'fenced' ? '' : `${(fenced / cycleOf(row)).toFixed(2)}×`;
     lines.push(
-      `| ${batch} | ${row.variant} | ${format(median(row.acquire))} | ${format(median(row.release))} | ${format(cycle)} |${ratio}`,
+      `| ${batch} | ${row.variant} | ${format(median(row.acquire))} | ${format(median(row.release))} | ${format(cycleOf(row))} | ${ratio} |`,
     );
   }
 }
