@@ -154,7 +154,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
   };
 }
 
-function positiveInteger(name: string, text: string, min: number, max: number): number {
+/** `text` as an integer from `min` to `max`, or an error naming the option, the range and what was given. */
+export function positiveInteger(name: string, text: string, min: number, max: number): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new Error(`${name} must be an integer from ${min} to ${max}, got '${text}'`);

@@ -21,16 +21,18 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '@fenced/test-utils/free-port';
 import { redisServerArgs } from '@fenced/test-utils/redis-node';
-import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import { nodeStateKeys, resourceKeys } from '../packages/coordinator/src/redlock/keys.js';
+import { MAX_BATCH_SIZE } from '../packages/coordinator/src/scripts/script-batcher.js';
 import { loadScriptSource } from '../packages/coordinator/src/scripts/scripts.js';
+import { positiveInteger } from './bench-options.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PREFIX = 'fenced';
@@ -46,18 +48,11 @@ const { values } = parseArgs({
     'baseline-ref': { type: 'string' },
   },
 });
-function positiveIntegers(name: string, text: string): number[] {
-  const list = text.split(',').map((s) => Number(s.trim()));
-  if (list.length === 0 || list.some((n) => !Number.isInteger(n) || n < 1)) {
-    throw new Error(`--${name} must be positive integers separated by commas, got ${JSON.stringify(text)}`);
-  }
-  return list;
-}
-const batchSizes = positiveIntegers('batch', values.batch);
-const items = positiveIntegers('items', values.items)[0]!;
-const rounds = positiveIntegers('rounds', values.rounds)[0]!;
-if (batchSizes.some((b) => b > 128))
-  throw new Error('--batch: at most 128 calls per script call (MAX_BATCH_SIZE)');
+const batchSizes = values.batch
+  .split(',')
+  .map((b) => positiveInteger('--batch', b.trim(), 1, MAX_BATCH_SIZE));
+const items = positiveInteger('--items', values.items, 1, 1_000_000);
+const rounds = positiveInteger('--rounds', values.rounds, 1, 100);
 
 type Script = 'acquire' | 'release';
 /** How one acquire and one release reach the node: fenced's batch scripts, redlock's scripts, or plain commands. */

@@ -66,7 +66,8 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   -- earlier attempt of this same acquire reached this node), so retries never block themselves and renew it; any
   -- other value belongs to someone else (in the 'redlock' layout also a key another program set, e.g. node-redlock
   -- itself). Script time stands still, so a key present for NX is still present for the GET.
-  local value = record_key == lease_key and lease_id .. '|' .. proposal or lease_id
+  local record = lease_id .. '|' .. proposal
+  local value = record_key == lease_key and record or lease_id
   if not redis.call('SET', lease_key, value, 'NX', 'PX', ttl) then
     local held = redis.call('GET', lease_key)
     if held ~= false and lease_holder(held) ~= lease_id then
@@ -75,7 +76,7 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
     redis.call('SET', lease_key, value, 'PX', ttl)
   end
   if record_key ~= lease_key then
-    redis.call('SET', record_key, lease_id .. '|' .. proposal, 'PX', ttl)
+    redis.call('SET', record_key, record, 'PX', ttl)
   end
   -- The promise: only above everything this node ever promised for the resource (cur, or the floor).
   if greater(proposal, cur) then
