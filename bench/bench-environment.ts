@@ -46,7 +46,13 @@ export interface BenchEnvironment {
 /** Stalls at least this long are recorded by every node's latency monitor (see `takeStalls`). */
 export const STALL_THRESHOLD_MS = 100;
 
-export async function startBenchEnvironment(): Promise<BenchEnvironment> {
+/**
+ * @param redisSettings CONFIG SET on every node before anything runs (`--redis-config`); recorded with the
+ *   settings of DESIGN §3 in `redisConfig`.
+ */
+export async function startBenchEnvironment(
+  redisSettings: Readonly<Record<string, string>> = {},
+): Promise<BenchEnvironment> {
   const redis = await startRedisNodes(5, { useExisting: false });
   let postgres: PostgresServer | undefined;
   const admin: Redis[] = [];
@@ -55,9 +61,11 @@ export async function startBenchEnvironment(): Promise<BenchEnvironment> {
     admin.push(...redis.urls.map((url) => new Redis(url, { enableAutoPipelining: false })));
     // Redis' own latency monitor records every stall longer than this (fsync, AOF write, fork for a rewrite), so
     // the results can say what a slow moment was. Monitoring only: nothing else changes.
-    for (const client of admin)
+    for (const client of admin) {
       await client.config('SET', 'latency-monitor-threshold', String(STALL_THRESHOLD_MS));
-    const redisConfig = await readRedisConfig(admin[0]!);
+      for (const [name, value] of Object.entries(redisSettings)) await client.config('SET', name, value);
+    }
+    const redisConfig = await readRedisConfig(admin[0]!, Object.keys(redisSettings));
     const versions: ServerVersions = {
       node: process.version,
       redisServer: redisServerVersion(),
@@ -120,9 +128,9 @@ async function postgresVersion(url: string): Promise<string> {
   }
 }
 
-async function readRedisConfig(client: Redis): Promise<Record<string, string>> {
+async function readRedisConfig(client: Redis, more: readonly string[]): Promise<Record<string, string>> {
   const config: Record<string, string> = {};
-  for (const name of ['appendonly', 'appendfsync', 'maxmemory-policy', 'save']) {
+  for (const name of ['appendonly', 'appendfsync', 'maxmemory-policy', 'save', ...more]) {
     const reply = (await client.config('GET', name)) as string[];
     config[name] = reply[1] ?? '';
   }

@@ -22,6 +22,11 @@ export interface BenchOptions {
   /** Skip the scale scenario's wait for fenced's fold passes (e.g. a long-capped run with a long retention). */
   skipFoldWait: boolean;
   /**
+   * `--redis-config`: settings applied with CONFIG SET on every node once started (e.g. `auto-aof-rewrite-percentage
+   * 0`, to see what the nodes' own AOF rewrites cost a run); the results record them. Never the DESIGN §3 ones.
+   */
+  redisSettings: Record<string, string>;
+  /**
    * A git revision of this repository whose @fenced/coordinator sources run as an extra library, `fenced@<ref>`,
    * beside the current one in the throughput and latency scenarios (bench/baseline.ts).
    */
@@ -45,6 +50,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --scale-levels N[,N]       resource counts of the scale scenario (default 1000,100000,1000000)
   --scale-cap-s N            time cap of each scale phase, in seconds (default 30)
   --skip-fold-wait           the scale scenario does not wait for fenced's fold passes after each level
+  --redis-config NAME=VALUE[,NAME=VALUE]
+                             CONFIG SET on every node once started, recorded in the results (for an experiment,
+                             e.g. auto-aof-rewrite-percentage=0); not appendonly, appendfsync, maxmemory-policy
   --baseline-ref REF         also run fenced as of git revision REF (e.g. eca9042), checked out into a temporary
                              worktree, as the library fenced@REF in the throughput and latency scenarios, and
                              its guarded store as a third variant (guarded@REF) of the guarded scenario
@@ -72,6 +80,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
       'scale-levels': { type: 'string' },
       'scale-cap-s': { type: 'string' },
       'skip-fold-wait': { type: 'boolean', default: false },
+      'redis-config': { type: 'string', multiple: true },
       'baseline-ref': { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
       'cpu-prof-dir': { type: 'string' },
@@ -112,6 +121,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     values['scale-cap-s'] === undefined
       ? undefined
       : positiveInteger('--scale-cap-s', values['scale-cap-s'], 1, 86_400) * 1_000;
+  const redisSettings = parseRedisSettings((values['redis-config'] ?? []).flatMap((s) => s.split(',')));
   const baselineRef = values['baseline-ref'];
   if (baselineRef !== undefined && !/^[\w./@^~-]{1,100}$/.test(baselineRef)) {
     throw new Error(`--baseline-ref must be a git revision (branch, tag or commit), got '${baselineRef}'`);
@@ -128,6 +138,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     libraries.length === LIBRARY_NAMES.length &&
     scaleLevels === undefined &&
     scaleCapMs === undefined &&
+    Object.keys(redisSettings).length === 0 &&
     fencedNodeTimeoutMs === undefined;
   const out =
     values.out ??
@@ -147,11 +158,36 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     scaleLevels,
     scaleCapMs,
     skipFoldWait: values['skip-fold-wait'],
+    redisSettings,
     baselineRef,
     cpuProfDir,
     complete,
     command: ['npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
   };
+}
+
+/** The settings fenced relies on (DESIGN §3): a run that changed them would not measure what fenced runs on. */
+const PROTECTED_REDIS_SETTINGS = ['appendonly', 'appendfsync', 'maxmemory-policy'];
+
+/** `NAME=VALUE` pairs of `--redis-config` as a record; errors name the option, the pair and what is allowed. */
+export function parseRedisSettings(pairs: readonly string[]): Record<string, string> {
+  const settings: Record<string, string> = {};
+  for (const pair of pairs.map((p) => p.trim()).filter((p) => p.length > 0)) {
+    const match = /^([a-z][a-z0-9-]{0,63})=([\w.-]{1,64})$/.exec(pair);
+    if (match === null) {
+      throw new Error(
+        `--redis-config takes NAME=VALUE pairs (a lower-case Redis setting, a value of letters, digits, '.', '-' or '_'), got '${pair}'`,
+      );
+    }
+    const [, name, value] = match as unknown as [string, string, string];
+    if (PROTECTED_REDIS_SETTINGS.includes(name)) {
+      throw new Error(
+        `--redis-config cannot change ${name}: the nodes run with DESIGN §3's ${PROTECTED_REDIS_SETTINGS.join(', ')}`,
+      );
+    }
+    settings[name] = value;
+  }
+  return settings;
 }
 
 /** `text` as an integer from `min` to `max`, or an error naming the option, the range and what was given. */

@@ -76,10 +76,13 @@ async function main(options: BenchOptions): Promise<number> {
       `baseline: fenced@${baseline.ref} = commit ${baseline.commit.slice(0, 7)}, checked out in ${baseline.dir}`,
     );
   }
-  progress.log('starting 5 redis-server nodes (appendonly yes, appendfsync always, noeviction) and Postgres');
+  const extraSettings = Object.entries(options.redisSettings).map(([name, value]) => `${name} ${value}`);
+  progress.log(
+    `starting 5 redis-server nodes (appendonly yes, appendfsync always, noeviction${extraSettings.map((s) => `, ${s}`).join('')}) and Postgres`,
+  );
   let env: Awaited<ReturnType<typeof startBenchEnvironment>>;
   try {
-    env = await startBenchEnvironment();
+    env = await startBenchEnvironment(options.redisSettings);
   } catch (error) {
     await baseline?.remove();
     throw error;
