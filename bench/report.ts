@@ -32,6 +32,18 @@ function libraryColumns(results: BenchResults): string[] {
 }
 
 /** Display precision only: the JSON keeps every digit measured. */
+/** `; redlock 7,023 → 3,321 (0.47×)`: the same levels for redlock when it ran, so the nodes' own share shows. */
+function peerScale(
+  scale: NonNullable<BenchResults['results']['scale']>,
+  first: number,
+  last: number,
+): string {
+  const a = scale.byLevel[String(first)]?.redlock;
+  const b = scale.byLevel[String(last)]?.redlock;
+  if (a === undefined || b === undefined) return '';
+  return `; redlock ${num(a.cyclesPerSecond)} → ${num(b.cyclesPerSecond)} (${(b.cyclesPerSecond / a.cyclesPerSecond).toFixed(2)}×)`;
+}
+
 function num(value: number | undefined, digits = 0): string {
   if (value === undefined || !Number.isFinite(value)) return '–';
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -234,10 +246,10 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       if (a !== undefined && b !== undefined) {
         const x = b.cyclesPerSecond / a.cyclesPerSecond;
         checks.push({
-          target: `throughput flat from ${num(first)} to ${num(last)} resources (within 15 %)`,
-          measured: `${num(a.cyclesPerSecond)} → ${num(b.cyclesPerSecond)} cycles/s (${x.toFixed(2)}×)${b.stoppedAtCap ? `; the largest pass stopped at its time cap after ${num(b.reached)} resources` : ''}`,
+          target: `throughput flat from ${num(first)} to ${num(last)} resources (within 10 %)`,
+          measured: `${num(a.cyclesPerSecond)} → ${num(b.cyclesPerSecond)} cycles/s (${x.toFixed(2)}×)${peerScale(r.scale, first, last)}${b.stoppedAtCap ? `; the largest pass stopped at its time cap after ${num(b.reached)} resources` : ''}`,
           // A capped pass did not reach the size the target is about: no verdict.
-          met: Number.isFinite(x) && !b.stoppedAtCap ? x >= 0.85 : undefined,
+          met: Number.isFinite(x) && !b.stoppedAtCap ? x >= 0.9 : undefined,
         });
       }
     }
@@ -474,7 +486,7 @@ export function renderMarkdown(
       `### 4. Scale: many distinct resources`,
       '',
       ...chart('scale'),
-      `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.`,
+      `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. CPU and GC are per acquire+release cycle over the pass's acquire and release phases: the bench process, the five nodes together (INFO cpu), and this process's collector pauses. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.`,
       '',
       table(
         [
@@ -486,6 +498,9 @@ export function renderMarkdown(
           'cycles/s',
           'bytes/resource held',
           'bytes/resource idle',
+          'client CPU µs/cycle',
+          'Redis CPU µs/cycle',
+          'GC µs/cycle',
         ],
         Object.entries(r.scale.byLevel).flatMap(([level, cells]) =>
           columns
@@ -501,6 +516,9 @@ export function renderMarkdown(
                 num(c.cyclesPerSecond),
                 num(c.heldBytesPerResource, 1),
                 num(c.idleBytesPerResource, 1),
+                num(c.clientCpuUsPerCycle),
+                num(c.redisCpuUsPerCycle),
+                num(c.gcUsPerCycle),
               ];
             }),
         ),

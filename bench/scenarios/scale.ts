@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { keyCounts, usedMemory } from '../bench-environment.js';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { keyCounts, redisCpuSeconds, usedMemory } from '../bench-environment.js';
 import { repetitionsFor, type BenchPlan } from '../bench-plan.js';
 import type { HeldLock, LockLibrary } from '../lock-library.js';
 import { forEachIndex, interleave, sleep, type RunState } from '../runner.js';
@@ -21,6 +22,14 @@ export interface ScalePass {
   /** Mean over the nodes of the key count added while held, and left when idle. */
   heldKeysPerNode: number;
   idleKeysPerNode: number;
+  /**
+   * Per acquire+release cycle of the pass, over its acquire and release phases only: this process's CPU
+   * (`process.cpuUsage`), the five nodes' CPU together (INFO cpu), and the collector's pause time in this process
+   * (`gc` performance entries). What grows with the resource count shows here. Absent in older results.
+   */
+  clientCpuUsPerCycle?: number;
+  redisCpuUsPerCycle?: number;
+  gcUsPerCycle?: number;
   errors: number;
 }
 
@@ -37,6 +46,10 @@ export interface ScaleCell {
   /** Medians over the passes of the keys per node added per resource while held, and left when idle. */
   heldKeysPerResource: number;
   idleKeysPerResource: number;
+  /** Medians over the passes (see {@link ScalePass}); absent in older results. */
+  clientCpuUsPerCycle?: number;
+  redisCpuUsPerCycle?: number;
+  gcUsPerCycle?: number;
   /** For a library that folds idle registers (fenced): what is left once its retention has passed. */
   afterRetention?: AfterRetention;
 }
@@ -100,6 +113,36 @@ export async function runScale(
   plan: BenchPlan['scale'],
   state: RunState,
 ): Promise<ScaleResult> {
+  const gcPauses = observeGcPauses();
+  try {
+    return await measureScale(libraries, admin, plan, state, gcPauses);
+  } finally {
+    gcPauses.stop();
+  }
+}
+
+/** The collector's pauses in this process since the call, summed (`gc` performance entries), until `stop()`. */
+function observeGcPauses(): { readonly totalUs: number; stop(): void } {
+  let totalUs = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) totalUs += entry.duration * 1_000;
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    get totalUs() {
+      return totalUs;
+    },
+    stop: () => observer.disconnect(),
+  };
+}
+
+async function measureScale(
+  libraries: readonly LockLibrary[],
+  admin: readonly Redis[],
+  plan: BenchPlan['scale'],
+  state: RunState,
+  gcPauses: { readonly totalUs: number },
+): Promise<ScaleResult> {
   /** Acquires resources 0 … level−1 and holds them (bounded by the cap): the held locks, and the phase's time. */
   const acquireAll = async (library: LockLibrary, level: number, tag: string, label: string) => {
     const held: (HeldLock | undefined)[] = [];
@@ -146,18 +189,33 @@ export async function runScale(
     return { released, errors, ms: performance.now() - start };
   };
 
+  /** CPU of this process and of the nodes, and GC pauses, spent inside `phase`, added to the pass's `cost`. */
+  const cost = { clientUs: 0, redisUs: 0, gcUs: 0 };
+  const measured = async <T>(phase: () => Promise<T>): Promise<T> => {
+    const redisBefore = await redisCpuSeconds(admin);
+    const gcBefore = gcPauses.totalUs;
+    const clientBefore = process.cpuUsage();
+    const result = await phase();
+    const client = process.cpuUsage(clientBefore);
+    cost.gcUs += gcPauses.totalUs - gcBefore;
+    cost.clientUs += client.user + client.system;
+    cost.redisUs += ((await redisCpuSeconds(admin)) - redisBefore) * 1e6;
+    return result;
+  };
+
   const pass = async (library: LockLibrary, level: number, tag: string): Promise<ScalePass> => {
     const label = `scale ${level.toLocaleString('en-US')} ${library.name} ${tag}`;
     await sleep(plan.settleMs);
     const before = await usedMemory(admin);
     const keysBefore = await keyCounts(admin);
+    Object.assign(cost, { clientUs: 0, redisUs: 0, gcUs: 0 });
 
     // Round 1 acquires every resource and holds them all while memory is read, then releases them all.
-    const first = await acquireAll(library, level, tag, label);
+    const first = await measured(() => acquireAll(library, level, tag, label));
     await sleep(plan.settleMs);
     const whileHeld = await usedMemory(admin);
     const keysWhileHeld = await keyCounts(admin);
-    const firstRelease = await releaseAll(library, first.locks, label);
+    const firstRelease = await measured(() => releaseAll(library, first.locks, label));
     await sleep(plan.settleMs);
     const idle = await usedMemory(admin);
     const keysIdle = await keyCounts(admin);
@@ -170,8 +228,8 @@ export async function runScale(
     let releaseMs = firstRelease.ms;
     let errors = first.errors + firstRelease.errors;
     for (let round = 2; round <= 1_000 && acquireMs + releaseMs < plan.minMeasureMs; round++) {
-      const next = await acquireAll(library, level, tag, `${label} round ${round}`);
-      const nextRelease = await releaseAll(library, next.locks, `${label} round ${round}`);
+      const next = await measured(() => acquireAll(library, level, tag, `${label} round ${round}`));
+      const nextRelease = await measured(() => releaseAll(library, next.locks, `${label} round ${round}`));
       acquired += next.locks.length;
       released += nextRelease.released;
       acquireMs += next.ms;
@@ -180,6 +238,7 @@ export async function runScale(
     }
 
     const reached = first.locks.length;
+    const cycles = Math.min(acquired, released);
     const perResource = (after: number[]): number =>
       reached === 0 ? Number.NaN : meanDelta(before, after) / reached;
     return {
@@ -187,11 +246,14 @@ export async function runScale(
       stoppedAtCap: first.stoppedAtDeadline,
       acquirePerSecond: acquired / (acquireMs / 1_000),
       releasePerSecond: released / (releaseMs / 1_000),
-      cyclesPerSecond: Math.min(acquired, released) / ((acquireMs + releaseMs) / 1_000),
+      cyclesPerSecond: cycles / ((acquireMs + releaseMs) / 1_000),
       heldBytesPerResource: perResource(whileHeld),
       idleBytesPerResource: perResource(idle),
       heldKeysPerNode: meanDelta(keysBefore, keysWhileHeld),
       idleKeysPerNode: meanDelta(keysBefore, keysIdle),
+      clientCpuUsPerCycle: cost.clientUs / cycles,
+      redisCpuUsPerCycle: cost.redisUs / cycles,
+      gcUsPerCycle: cost.gcUs / cycles,
       errors,
     };
   };
@@ -242,6 +304,9 @@ export async function runScale(
         stoppedAtCap: passes.some((p) => p.stoppedAtCap),
         heldKeysPerResource: median(passes.map((p) => p.heldKeysPerNode / p.reached)),
         idleKeysPerResource: median(passes.map((p) => p.idleKeysPerNode / p.reached)),
+        clientCpuUsPerCycle: pick('clientCpuUsPerCycle'),
+        redisCpuUsPerCycle: pick('redisCpuUsPerCycle'),
+        gcUsPerCycle: pick('gcUsPerCycle'),
       };
     }
     const isLast = levelIndex === plan.levels.length - 1;
