@@ -43,8 +43,10 @@ export interface BenchEnvironment {
   stop(): Promise<void>;
 }
 
-/** Stalls at least this long are recorded by every node's latency monitor (see `takeStalls`). */
+/** Stalls at least this long are recorded by every node's latency monitor and slow log (see `takeStalls`). */
 export const STALL_THRESHOLD_MS = 100;
+/** Entries each node's slow log keeps between two `takeStalls`. */
+const SLOWLOG_LENGTH = 128;
 
 /**
  * @param redisSettings CONFIG SET on every node before anything runs (`--redis-config`); recorded with the
@@ -63,6 +65,10 @@ export async function startBenchEnvironment(
     // the results can say what a slow moment was. Monitoring only: nothing else changes.
     for (const client of admin) {
       await client.config('SET', 'latency-monitor-threshold', String(STALL_THRESHOLD_MS));
+      // The slow log names the command behind a "command" stall (the latency monitor only times it).
+      await client.config('SET', 'slowlog-log-slower-than', String(STALL_THRESHOLD_MS * 1_000));
+      await client.config('SET', 'slowlog-max-len', String(SLOWLOG_LENGTH));
+      await client.call('SLOWLOG', 'RESET');
       for (const [name, value] of Object.entries(redisSettings)) await client.config('SET', name, value);
     }
     const redisConfig = await readRedisConfig(admin[0]!, Object.keys(redisSettings));
@@ -247,6 +253,31 @@ export interface NodeStalls {
   events: Record<string, { maxMs: number; nodes: number }>;
   /** AOF rewrites (fork + rewrite while fsyncing) the nodes ran, summed (INFO persistence). */
   aofRewrites: number;
+  /**
+   * Commands that ran at least the stall threshold (SLOWLOG GET), by what they were (see `slowCommandName`): the
+   * longest (ms), on how many nodes, how many times in all. Absent in older results.
+   */
+  slowCommands?: Record<string, { maxMs: number; nodes: number; count: number }>;
+}
+
+/**
+ * What a slow-log entry's arguments say the command was, without its values: the command's name, and for a
+ * script its key count and first key (whose name tells whose script it is: fenced's `<prefix>:node:…`, a
+ * resource's lock key for redlock); for anything else, its first argument (a key or a subcommand). A key's hash
+ * tag becomes `{…}` and a number `N`, so that the calls of one kind count together.
+ */
+export function slowCommandName(argv: readonly string[]): string {
+  const name = (argv[0] ?? '?').toUpperCase();
+  // A key's hash tag (a resource name) and a number (a SCAN cursor) are values: one name for all of them.
+  const cut = (text: string | undefined): string => {
+    if (text === undefined) return '';
+    const shape = /^\d+$/.test(text) ? 'N' : text.replace(/\{[^}]*\}/g, '{…}');
+    return shape.length > 48 ? `${shape.slice(0, 47)}…` : shape;
+  };
+  if (['EVAL', 'EVALSHA', 'EVAL_RO', 'EVALSHA_RO', 'FCALL', 'FCALL_RO'].includes(name)) {
+    return `${name} (${argv[2] ?? '?'} keys, first ${cut(argv[3]) || 'none'})`;
+  }
+  return argv.length > 1 ? `${name} ${cut(argv[1])}` : name;
 }
 
 /** Reads and resets the latency monitor of every node; `rewritesBefore` is the previous `aofRewrites` total. */
@@ -255,6 +286,7 @@ export async function takeStalls(
   rewritesBefore: number,
 ): Promise<NodeStalls & { rewritesTotal: number }> {
   const events: NodeStalls['events'] = {};
+  const slowCommands: NonNullable<NodeStalls['slowCommands']> = {};
   let rewritesTotal = 0;
   for (const client of admin) {
     const latest = (await client.call('LATENCY', 'LATEST')) as [string, number, number, number][];
@@ -264,10 +296,27 @@ export async function takeStalls(
       entry.nodes++;
     }
     await client.call('LATENCY', 'RESET');
+    const slowlog = (await client.call('SLOWLOG', 'GET', String(SLOWLOG_LENGTH))) as [
+      number,
+      number,
+      number,
+      string[],
+      ...unknown[],
+    ][];
+    const seenHere = new Set<string>();
+    for (const [, , durationUs, argv] of slowlog) {
+      const key = slowCommandName(argv.map(String));
+      const entry = (slowCommands[key] ??= { maxMs: 0, nodes: 0, count: 0 });
+      entry.maxMs = Math.max(entry.maxMs, Math.round(Number(durationUs) / 1_000));
+      entry.count++;
+      if (!seenHere.has(key)) entry.nodes++;
+      seenHere.add(key);
+    }
+    await client.call('SLOWLOG', 'RESET');
     const match = /^aof_rewrites:(\d+)/m.exec(await client.info('persistence'));
     rewritesTotal += match === null ? 0 : Number(match[1]);
   }
-  return { events, aofRewrites: rewritesTotal - rewritesBefore, rewritesTotal };
+  return { events, aofRewrites: rewritesTotal - rewritesBefore, slowCommands, rewritesTotal };
 }
 
 /**

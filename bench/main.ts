@@ -167,7 +167,11 @@ async function main(options: BenchOptions): Promise<number> {
       }
       const seen = await takeStalls(env.admin, rewrites);
       rewrites = seen.rewritesTotal;
-      stalls[scenario] = { events: seen.events, aofRewrites: seen.aofRewrites };
+      stalls[scenario] = {
+        events: seen.events,
+        aofRewrites: seen.aofRewrites,
+        slowCommands: seen.slowCommands,
+      };
     }
   } finally {
     progress.update('stopping servers', true);

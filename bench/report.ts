@@ -634,15 +634,22 @@ export function renderMarkdown(
     out.push(
       `### Redis stalls`,
       '',
-      `What the nodes' own latency monitors recorded (stalls ≥ 100 ms: event, longest, on how many of the 5 nodes), and the AOF rewrites they ran, per scenario.`,
+      `What the nodes' own latency monitors recorded (stalls ≥ 100 ms: event, longest, on how many of the 5 nodes), the commands their slow logs name (≥ 100 ms: longest, on how many nodes, how many in all; a script by its key count and first key), and the AOF rewrites they ran, per scenario.`,
       '',
       table(
-        ['scenario', 'stalls', 'AOF rewrites'],
+        ['scenario', 'stalls', 'slow commands', 'AOF rewrites'],
         stalls.map(([scenario, s]) => [
           scenario,
           Object.entries(s.events)
             .map(([event, e]) => `${event} ${num(e.maxMs)} ms (${e.nodes})`)
             .join(', ') || 'none',
+          s.slowCommands === undefined
+            ? '–'
+            : Object.entries(s.slowCommands)
+                .sort((a, b) => b[1].maxMs - a[1].maxMs)
+                .slice(0, 4)
+                .map(([name, c]) => `${name} ${num(c.maxMs)} ms (${c.nodes}, ${c.count}×)`)
+                .join('; ') || 'none',
           String(s.aofRewrites),
         ]),
       ),
