@@ -32,6 +32,11 @@ function libraryColumns(results: BenchResults): string[] {
 }
 
 /** Display precision only: the JSON keeps every digit measured. */
+function num(value: number | undefined, digits = 0): string {
+  if (value === undefined || !Number.isFinite(value)) return '–';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
 /** `; redlock 7,023 → 3,321 (0.47×)`: the same levels for redlock when it ran, so the nodes' own share shows. */
 function peerScale(
   scale: NonNullable<BenchResults['results']['scale']>,
@@ -42,11 +47,6 @@ function peerScale(
   const b = scale.byLevel[String(last)]?.redlock;
   if (a === undefined || b === undefined) return '';
   return `; redlock ${num(a.cyclesPerSecond)} → ${num(b.cyclesPerSecond)} (${(b.cyclesPerSecond / a.cyclesPerSecond).toFixed(2)}×)`;
-}
-
-function num(value: number | undefined, digits = 0): string {
-  if (value === undefined || !Number.isFinite(value)) return '–';
-  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
 function ratio(a: number | undefined, b: number | undefined): string {

@@ -136,6 +136,13 @@ function observeGcPauses(): { readonly totalUs: number; stop(): void } {
   };
 }
 
+/** What a pass's phases cost, summed over them (µs). */
+interface PhaseCost {
+  clientUs: number;
+  redisUs: number;
+  gcUs: number;
+}
+
 async function measureScale(
   libraries: readonly LockLibrary[],
   admin: readonly Redis[],
@@ -189,9 +196,8 @@ async function measureScale(
     return { released, errors, ms: performance.now() - start };
   };
 
-  /** CPU of this process and of the nodes, and GC pauses, spent inside `phase`, added to the pass's `cost`. */
-  const cost = { clientUs: 0, redisUs: 0, gcUs: 0 };
-  const measured = async <T>(phase: () => Promise<T>): Promise<T> => {
+  /** CPU of this process and of the nodes, and GC pauses, spent inside `phase`, added to `cost`. */
+  const measured = async <T>(cost: PhaseCost, phase: () => Promise<T>): Promise<T> => {
     const redisBefore = await redisCpuSeconds(admin);
     const gcBefore = gcPauses.totalUs;
     const clientBefore = process.cpuUsage();
@@ -208,14 +214,14 @@ async function measureScale(
     await sleep(plan.settleMs);
     const before = await usedMemory(admin);
     const keysBefore = await keyCounts(admin);
-    Object.assign(cost, { clientUs: 0, redisUs: 0, gcUs: 0 });
+    const cost: PhaseCost = { clientUs: 0, redisUs: 0, gcUs: 0 };
 
     // Round 1 acquires every resource and holds them all while memory is read, then releases them all.
-    const first = await measured(() => acquireAll(library, level, tag, label));
+    const first = await measured(cost, () => acquireAll(library, level, tag, label));
     await sleep(plan.settleMs);
     const whileHeld = await usedMemory(admin);
     const keysWhileHeld = await keyCounts(admin);
-    const firstRelease = await measured(() => releaseAll(library, first.locks, label));
+    const firstRelease = await measured(cost, () => releaseAll(library, first.locks, label));
     await sleep(plan.settleMs);
     const idle = await usedMemory(admin);
     const keysIdle = await keyCounts(admin);
@@ -228,8 +234,10 @@ async function measureScale(
     let releaseMs = firstRelease.ms;
     let errors = first.errors + firstRelease.errors;
     for (let round = 2; round <= 1_000 && acquireMs + releaseMs < plan.minMeasureMs; round++) {
-      const next = await measured(() => acquireAll(library, level, tag, `${label} round ${round}`));
-      const nextRelease = await measured(() => releaseAll(library, next.locks, `${label} round ${round}`));
+      const next = await measured(cost, () => acquireAll(library, level, tag, `${label} round ${round}`));
+      const nextRelease = await measured(cost, () =>
+        releaseAll(library, next.locks, `${label} round ${round}`),
+      );
       acquired += next.locks.length;
       released += nextRelease.released;
       acquireMs += next.ms;
