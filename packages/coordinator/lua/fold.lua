@@ -10,12 +10,13 @@
 --
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
 -- KEYS[2]  floor            `<prefix>:node:floor`
--- KEYS[3]  fold lock        `<prefix>:node:fold`: one pass per interval per node, whichever process starts it
+-- KEYS[3]  fold lock        `<prefix>:node:fold`: one pass per interval per node, whichever process starts it; a
+--                            step of a pass renews it once half of it is gone
 -- ARGV[1]  SCAN cursor ('0' to start a pass)
 -- ARGV[2]  SCAN COUNT hint (integer)
 -- ARGV[3]  SCAN MATCH pattern of token registers (`<prefix>:{*:token`, glob-escaped; both key layouts)
 -- ARGV[4]  minimum idle time in seconds (OBJECT IDLETIME, which has one-second resolution)
--- ARGV[5]  pass interval in milliseconds: starting a pass takes the fold lock for this long
+-- ARGV[5]  pass interval in milliseconds: starting (or renewing) a pass takes the fold lock for this long
 --
 -- Returns
 --   {1, next, folded}  FOLDED: `next` is the cursor to continue from ('0' when the pass is done), `folded` how
@@ -36,8 +37,14 @@ local floor = read_floor(KEYS[2])
 if floor == nil then
   return {4}
 end
-if ARGV[1] == '0' and not redis.call('SET', KEYS[3], '1', 'PX', ARGV[5], 'NX') then
-  return {11}
+if ARGV[1] == '0' then
+  if not redis.call('SET', KEYS[3], '1', 'PX', ARGV[5], 'NX') then
+    return {11}
+  end
+elseif redis.call('PTTL', KEYS[3]) * 2 < tonumber(ARGV[5]) then
+  -- A paced pass (nodes/fold.ts) may outlast its interval: it keeps the lock, so no other process starts a pass
+  -- beside it. Renewed once half of it is gone, not on every step: a write per step would be an fsync per step.
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[5])
 end
 local min_idle = tonumber(ARGV[4])
 local scan = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[3], 'COUNT', ARGV[2])

@@ -63,6 +63,7 @@ import {
   type SlotKeyTemplate,
 } from '../redlock/keys.js';
 import { keySlot, slotTag, SLOT_COUNT } from '../redlock/slots.js';
+import { monotonicNow } from '../redlock/validity.js';
 import {
   NodeConnection,
   ownedClientOptions,
@@ -114,6 +115,9 @@ export function isClusterClient(node: unknown): boolean {
 
 /** What `replica-no-failover` must be on every replica of a Cluster member. */
 const REPLICA_NO_FAILOVER = 'cluster-replica-no-failover';
+
+/** A member's fold cursor between steps: `<index of the master in the pass's list>:<that master's SCAN cursor>`. */
+const FOLD_CURSOR = /^(\d+):(\d+)$/;
 
 /** Options of the Cluster clients the coordinator creates from seed URLs. */
 function ownedClusterOptions(connectTimeoutMs: number, seed: URL) {
@@ -288,6 +292,9 @@ export class ClusterConnection extends NodeConnection {
   onSlotEmpty: (slot: number) => void = () => undefined;
   /** The slot layout the last probe read. */
   private layout: SlotRange[] = [];
+  /** The masters the running fold pass walks (read when it started), and when this process last took its lock. */
+  private foldMasters: Redis[] = [];
+  private foldLockTakenAt = 0;
   /** The 'ready' listeners this member put on the Cluster client's node connections. */
   private readonly nodeListeners: [Redis, () => void][] = [];
   /** Every slot's node-state keys as text around the slot's tag, for the scripts over a whole shard. */
@@ -874,10 +881,12 @@ export class ClusterConnection extends NodeConnection {
   }
 
   /**
-   * One whole fold pass over this member (DESIGN §3c, "folding per shard"): SCAN each master for token registers,
-   * group them by slot, and fold each slot's idle ones into that slot's floor (fold-slot.lua, whose argument is
-   * fold.lua's, per slot). One process per member and interval does it: the fold lock of slot 0 stands for the
-   * member. Returns cursor '0' (the pass is done) or `busy`.
+   * One step of a fold pass over this member (DESIGN §3c, "folding per shard"): one SCAN step on one master for
+   * token registers, grouped by slot, and each slot's idle ones folded into that slot's floor (fold-slot.lua, whose
+   * argument is fold.lua's, per slot). The pass's cursor is `<master>:<SCAN cursor>` over the masters read when it
+   * started (cursor '0'), so the pass is paced between steps like a standalone node's (nodes/fold.ts). One process per
+   * member and interval does it: the fold lock of slot 0 stands for the member, taken when the pass starts and
+   * renewed by a step once half of it is gone. Returns the next cursor ('0' when the pass is done) or `busy`.
    */
   override async fold(
     timeoutMs: number,
@@ -886,41 +895,51 @@ export class ClusterConnection extends NodeConnection {
     minIdleSeconds: number,
     passIntervalMs: number,
   ): Promise<FoldReply> {
-    if (cursor !== '0') return { kind: 'folded', cursor: '0', folded: 0 };
-    const lock = await this.call('fold', timeoutMs, () =>
-      this.cluster.set(this.stateKeysOf(0).fold, '1', 'PX', passIntervalMs, 'NX'),
-    );
-    if (lock !== 'OK') return { kind: 'busy' };
-    let folded = 0;
-    for (const { client } of await this.masters(timeoutMs)) {
-      if (client === undefined) continue;
-      let next = '0';
-      do {
-        const [after, keys] = await this.call('fold', timeoutMs, () =>
-          client.scan(next, 'MATCH', tokenKeyPattern(this.prefix), 'COUNT', count),
-        );
-        next = after;
-        const bySlot = new Map<number, string[]>();
-        for (const key of keys) {
-          const slot = keySlot(key);
-          if (this.slotInitialized[slot] !== 1) continue;
-          bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
-        }
-        const replies = await Promise.all(
-          [...bySlot].map(([slot, registers]) => {
-            const k = this.stateKeysOf(slot);
-            return this.script(
-              'fold-slot',
-              timeoutMs,
-              [k.incarnation, k.floor, ...registers],
-              [minIdleSeconds],
-            );
-          }),
-        );
-        for (const reply of replies) if (reply.kind === 'folded') folded += reply.folded;
-      } while (next !== '0');
+    const lockKey = this.stateKeysOf(0).fold;
+    let master = 0;
+    let scanCursor = '0';
+    if (cursor === '0') {
+      const lock = await this.call('fold', timeoutMs, () =>
+        this.cluster.set(lockKey, '1', 'PX', passIntervalMs, 'NX'),
+      );
+      if (lock !== 'OK') return { kind: 'busy' };
+      this.foldLockTakenAt = monotonicNow();
+      this.foldMasters = (await this.masters(timeoutMs)).flatMap(({ client }) =>
+        client === undefined ? [] : [client],
+      );
+    } else {
+      const step = FOLD_CURSOR.exec(cursor);
+      if (step === null)
+        throw new Error(`fold: cursor ${JSON.stringify(cursor)} is not <master>:<SCAN cursor>`);
+      master = Number(step[1]);
+      scanCursor = step[2]!;
+      if (2 * (monotonicNow() - this.foldLockTakenAt) > passIntervalMs) {
+        await this.call('fold', timeoutMs, () => this.cluster.set(lockKey, '1', 'PX', passIntervalMs));
+        this.foldLockTakenAt = monotonicNow();
+      }
     }
-    return { kind: 'folded', cursor: '0', folded };
+    const client = this.foldMasters[master];
+    if (client === undefined) return { kind: 'folded', cursor: '0', folded: 0 };
+    const [after, keys] = await this.call('fold', timeoutMs, () =>
+      client.scan(scanCursor, 'MATCH', tokenKeyPattern(this.prefix), 'COUNT', count),
+    );
+    const bySlot = new Map<number, string[]>();
+    for (const key of keys) {
+      const slot = keySlot(key);
+      if (this.slotInitialized[slot] !== 1) continue;
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
+    }
+    const replies = await Promise.all(
+      [...bySlot].map(([slot, registers]) => {
+        const k = this.stateKeysOf(slot);
+        return this.script('fold-slot', timeoutMs, [k.incarnation, k.floor, ...registers], [minIdleSeconds]);
+      }),
+    );
+    let folded = 0;
+    for (const reply of replies) if (reply.kind === 'folded') folded += reply.folded;
+    const next =
+      after !== '0' ? `${master}:${after}` : master + 1 < this.foldMasters.length ? `${master + 1}:0` : '0';
+    return { kind: 'folded', cursor: next, folded };
   }
 
   /** The masters of the last layout read, with their connections from the cluster's pool. */

@@ -15,6 +15,16 @@
  * per call so that no call blocks a node for long, and one process per node and interval does the work (the fold
  * lock): the others find it busy.
  *
+ * Paced: a pass scans every key of a node, about 1.2 µs of node time per key (bench/fold-cost.ts), so a node
+ * holding a million leases spends some 2.4 s on one pass. Back to back, that is 2.6 s in which the node spends
+ * nine tenths of its time on the pass, on every node at once (one process starts the pass on all of them), and
+ * acquires queue behind it. So after each step the pass waits until its steps have taken at most
+ * {@link FOLD_TIME_SHARE} of its time on that node, as Redis bounds its own active expiry; a step that took longer
+ * because the node or the machine was busy buys a longer pause. A pass that runs longer than half its interval
+ * keeps its lock (fold.lua, ClusterConnection.fold), so no second process starts a pass beside it. What it costs:
+ * memory (an idle register may stay until its retention plus one paced pass: 37 s for a million leases), and
+ * node CPU (a paced pass took about 40 % more than one back to back, measured on a 2-core machine).
+ *
  * Tests that fail when this breaks: test/unit/coordinator/protocol/protocol-simulation.test.ts (folding among promises
  * and repairs), test/integration/coordinator/nodes/folding.test.ts, test/fault/folding.test.ts (F21), and the mutation
  * table's "fold without raising the floor" and "absent register reads zero" rows.
@@ -43,10 +53,29 @@ export interface FoldPass {
   readonly callTimeoutMs: number;
   /** Aborted when the owner closes: the pass stops between steps. */
   readonly signal: AbortSignal;
+  /** Milliseconds from a monotonic clock (performance.now), to time each step. */
+  now(): number;
+  /** Resolves after `ms`, or early once `signal` aborts; never rejects. */
+  pause(ms: number): Promise<void>;
 }
 
 /** Registers per fold step (SCAN COUNT hint): bounds how long one step blocks a node. */
 export const FOLD_BATCH = 500;
+
+/**
+ * The largest share of a node's time that a fold pass's steps may take (as the pass sees them: call to reply): after
+ * a step of `t` ms, the pass waits `t × (1 − share) / share` ms.
+ */
+export const FOLD_TIME_SHARE = 0.1;
+
+/**
+ * The pause after a fold step that took `stepMs`: what keeps the steps at {@link FOLD_TIME_SHARE} of the pass's
+ * time, but at most a quarter of the pass interval, so the pass's lock (renewed by a step once half of it is gone)
+ * cannot lapse during a pause.
+ */
+export function foldPauseMs(stepMs: number, passIntervalMs: number): number {
+  return Math.min((Math.max(0, stepMs) * (1 - FOLD_TIME_SHARE)) / FOLD_TIME_SHARE, passIntervalMs / 4);
+}
 
 /** How often fold passes start: half the retention, at least every second, at most every minute. */
 export function foldIntervalMs(tokenRetentionMs: number): number {
@@ -58,6 +87,7 @@ export async function foldIdleRegisters(pass: FoldPass): Promise<number> {
   const retentionMs = pass.tokenRetentionMs;
   // OBJECT IDLETIME counts whole seconds, so round up: a register is never folded before the retention.
   const minIdleSeconds = Math.ceil(retentionMs / 1_000) + 1;
+  const intervalMs = foldIntervalMs(retentionMs);
   let folded = 0;
   await Promise.all(
     pass.nodes
@@ -66,16 +96,12 @@ export async function foldIdleRegisters(pass: FoldPass): Promise<number> {
         let cursor = '0';
         do {
           if (pass.signal.aborted) return;
-          const reply = await node.fold(
-            pass.callTimeoutMs,
-            cursor,
-            FOLD_BATCH,
-            minIdleSeconds,
-            foldIntervalMs(retentionMs),
-          );
+          const started = pass.now();
+          const reply = await node.fold(pass.callTimeoutMs, cursor, FOLD_BATCH, minIdleSeconds, intervalMs);
           if (reply.kind !== 'folded') return; // busy (another process's pass), empty, or corrupt
           folded += reply.folded;
           cursor = reply.cursor;
+          if (cursor !== '0') await pass.pause(foldPauseMs(pass.now() - started, intervalMs));
         } while (cursor !== '0');
       }),
   );

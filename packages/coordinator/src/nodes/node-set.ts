@@ -254,6 +254,9 @@ export class NodeSet implements ProtocolContext {
       tokenRetentionMs: this.settings.tokenRetentionMs,
       callTimeoutMs: this.probeTimeoutMs,
       signal: this.closing,
+      now: monotonicNow,
+      // Unreferenced, like the fold timer: a pause never keeps the process alive, and closing ends it.
+      pause: (ms) => sleep(ms, undefined, { signal: this.closing, ref: false }).catch(() => undefined),
     });
   }
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { Coordinator } from '@fenced/coordinator';
 import { proxyEach } from '@fenced/test-utils/fault-proxy';
+import { loadScriptSource } from '../../../../packages/coordinator/src/scripts/scripts.js';
 import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
 import {
   eventually,
@@ -14,6 +15,7 @@ import {
   startCoordinatorFixture,
   type CoordinatorFixture,
 } from '../../../fixtures/coordinator-fixture.js';
+import { tokenKeyPattern } from '../../../fixtures/keys.js';
 
 let env: RedisNodes;
 let raw: Redis[];
@@ -144,6 +146,49 @@ describe('folding idle registers into the floor', () => {
     } finally {
       await coordinator.close();
     }
+  });
+});
+
+describe('the fold lock of a paced pass', () => {
+  it('is renewed by a step once half of it is gone, and by no earlier step', async () => {
+    const prefix = `fold-lock-${randomUUID().slice(0, 8)}`;
+    // The default retention: this process's own passes (every minute) stay out of the way.
+    const coordinator = new Coordinator({ nodes: env.urls, keyPrefix: prefix });
+    await coordinator.ready(); // initializes the namespace: fold.lua refuses an empty node
+    await coordinator.close();
+    const node = nodeKeysOf(prefix);
+    const intervalMs = 10_000;
+    const fold = (cursor: string): Promise<unknown> =>
+      raw[0]!.eval(
+        loadScriptSource('fold'),
+        3,
+        node.incarnation,
+        node.floor,
+        node.foldLock,
+        cursor,
+        500,
+        tokenKeyPattern(prefix),
+        1,
+        intervalMs,
+      );
+    const lockMs = (): Promise<number> => raw[0]!.pttl(node.foldLock);
+
+    expect(await fold('0')).toEqual([1, expect.any(String), 0]);
+    expect(await lockMs()).toBeGreaterThan(intervalMs / 2);
+    expect(await fold('0')).toEqual([11]); // a second pass finds it busy
+    // More than half left: a step of the pass leaves the lock as it is.
+    await raw[0]!.pexpire(node.foldLock, 0.6 * intervalMs);
+    await fold('1');
+    expect(await lockMs()).toBeLessThanOrEqual(0.6 * intervalMs);
+    // Less than half left: the step renews it for a whole interval.
+    await raw[0]!.pexpire(node.foldLock, 0.3 * intervalMs);
+    await fold('1');
+    expect(await lockMs()).toBeGreaterThan(0.6 * intervalMs);
+    // Lapsed during a pause: the step takes it again, so no other process starts a pass beside this one.
+    await raw[0]!.del(node.foldLock);
+    await fold('1');
+    expect(await lockMs()).toBeGreaterThan(0.6 * intervalMs);
+    expect(await fold('0')).toEqual([11]);
   });
 });
 
