@@ -44,6 +44,9 @@ export const USAGE = `Usage: npm run bench -- [options]
 
   --quick                    smoke run (< 60 s): tiny counts, writes bench/results/quick.tmp.json
   --scenario NAME[,NAME]     only these scenarios: ${SCENARIO_NAMES.join(', ')}
+                             floor (the nodes' own limit: the same Redis writes, not a lock) joins the throughput
+                             and scale scenarios selected with it as one more library; with neither of them
+                             (e.g. --scenario floor alone) it runs the throughput scenario
   --runs N                   measured repetitions per cell (default 5 for the full run, 2 for --quick)
   --out FILE                 write the JSON results here instead
   --library NAME[,NAME]      only these libraries: ${LIBRARY_NAMES.join(', ')}

@@ -1,7 +1,6 @@
 /**
- * The scenarios, in the order they run. `floor` is the nodes' own limit (bench/scenarios/floor.ts): measured as
- * one more column of the throughput scenario (same plan, interleaved with the libraries), or, without
- * `throughput`, beside fenced alone.
+ * The scenarios, in the order they run. `floor` is the nodes' own limit (bench/scenarios/floor.ts), not a scenario
+ * of its own: one more library of the scenarios that take it (see {@link scenariosWithFloor}).
  */
 export const SCENARIO_NAMES = [
   'throughput',
@@ -13,6 +12,30 @@ export const SCENARIO_NAMES = [
   'http',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+/** The scenarios the floor can join, as one more library after the real ones, interleaved with them. */
+export const FLOOR_SCENARIOS = ['throughput', 'scale'] as const satisfies readonly ScenarioName[];
+export type FloorScenario = (typeof FLOOR_SCENARIOS)[number];
+
+/**
+ * Which scenarios of a run the floor joins: none unless `floor` is selected; with it, those of
+ * {@link FLOOR_SCENARIOS} that are selected too; and when neither is, the throughput scenario, which the `floor`
+ * entry then runs itself (so `--scenario floor` alone still measures something: scenario 1 with the floor beside
+ * the libraries).
+ */
+export function scenariosWithFloor(selected: readonly ScenarioName[]): FloorScenario[] {
+  if (!selected.includes('floor')) return [];
+  const joined = FLOOR_SCENARIOS.filter((scenario) => selected.includes(scenario));
+  return joined.length > 0 ? joined : ['throughput'];
+}
+
+/**
+ * Whether the `floor` entry of a run runs the throughput scenario itself: when the floor joins it but it is not
+ * selected (`floor` without throughput or scale). Otherwise the entry measures nothing of its own.
+ */
+export function floorRunsThroughput(selected: readonly ScenarioName[]): boolean {
+  return !selected.includes('throughput') && scenariosWithFloor(selected).includes('throughput');
+}
 
 /**
  * How much each scenario measures. The full plan is sized to finish in about 15 minutes on 2 cores; the quick

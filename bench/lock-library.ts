@@ -36,6 +36,12 @@ export interface LockLibrary {
     /** SCAN MATCH pattern of its token registers. */
     readonly registerPattern: string;
   };
+  /**
+   * SCAN MATCH pattern of keys the library writes and nothing ever removes: no release deletes them, no expiry,
+   * no fold pass (the floor's token registers). The scale scenario deletes them after each of the library's
+   * passes, once the pass is measured, so they do not weigh on the passes and the fold waits after it.
+   */
+  readonly leftoverKeyPattern?: string;
   /** npm package name and the version read from its package.json. */
   readonly packageName: string;
   readonly version: string;

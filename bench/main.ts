@@ -17,10 +17,13 @@ import {
 import { parseBenchOptions, USAGE, type BenchOptions } from './bench-options.js';
 import {
   fencedLimits,
+  floorRunsThroughput,
   FULL_PLAN,
   QUICK_PLAN,
   scaleTtlFor,
+  scenariosWithFloor,
   type BenchPlan,
+  type FloorScenario,
   type ScenarioName,
 } from './bench-plan.js';
 import type { BenchResults } from './bench-results.js';
@@ -112,23 +115,31 @@ async function main(options: BenchOptions): Promise<number> {
       BASELINE_SCENARIOS.includes(scenario)
         ? libraries
         : libraries.filter((l) => l.baselineCommit === undefined);
-    if (options.scenarios.includes('floor')) floor = await createFloorLibrary(env.redis.urls);
-    /** Scenario 1's libraries: the floor joins them as one more column when the run measures it. */
-    const throughputLibraries = (): LockLibrary[] =>
-      floor === undefined ? librariesOf('throughput') : [...librariesOf('throughput'), floor];
+    const withFloor = scenariosWithFloor(options.scenarios);
+    if (withFloor.length > 0) {
+      floor = await createFloorLibrary(env.redis.urls);
+      progress.log(
+        `floor: one more library of the ${withFloor.join(' and ')} scenario${withFloor.length > 1 ? 's' : ''}`,
+      );
+    }
+    /** The libraries of a scenario the floor can join: the floor after them when the run has it join this one. */
+    const withFloorIn = (scenario: FloorScenario): LockLibrary[] =>
+      floor === undefined || !withFloor.includes(scenario)
+        ? librariesOf(scenario)
+        : [...librariesOf(scenario), floor];
     let rewrites = (await takeStalls(env.admin, 0)).rewritesTotal;
     for (const scenario of options.scenarios) {
+      // The scenarios the floor joins measure it; its own entry runs the throughput scenario for `floor` alone.
+      if (scenario === 'floor' && !floorRunsThroughput(options.scenarios)) continue;
       progress.log(`scenario ${scenario}`);
       try {
         switch (scenario) {
           case 'throughput':
           case 'floor': {
-            // With both selected, the floor ran as a column of the throughput scenario already.
-            if (scenario === 'floor' && options.scenarios.includes('throughput')) break;
             const profiler = options.cpuProfDir === undefined ? undefined : new ClientProfiler();
             try {
               results.throughput = await runThroughput(
-                throughputLibraries(),
+                withFloorIn('throughput'),
                 env.admin,
                 plan.throughput,
                 state,
@@ -146,7 +157,7 @@ async function main(options: BenchOptions): Promise<number> {
             results.handoff = await runHandoff(librariesOf(scenario), plan.handoff, state);
             break;
           case 'scale':
-            results.scale = await runScale(librariesOf(scenario), env.admin, plan.scale, state);
+            results.scale = await runScale(withFloorIn(scenario), env.admin, plan.scale, state);
             break;
           case 'guarded':
             results.guarded = await runGuarded(env.postgres, plan.guarded, state, baseline);

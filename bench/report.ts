@@ -37,16 +37,23 @@ function num(value: number | undefined, digits = 0): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
-/** `; redlock 7,023 → 3,321 (0.47×)`: the same levels for redlock when it ran, so the nodes' own share shows. */
+/**
+ * `; redlock 7,023 → 3,321 (0.47×)`, and the same for the floor: the same levels for redlock and for the floor,
+ * each when it ran both, so the nodes' own share of fenced's decline shows.
+ */
 function peerScale(
   scale: NonNullable<BenchResults['results']['scale']>,
   first: number,
   last: number,
 ): string {
-  const a = scale.byLevel[String(first)]?.redlock;
-  const b = scale.byLevel[String(last)]?.redlock;
-  if (a === undefined || b === undefined) return '';
-  return `; redlock ${num(a.cyclesPerSecond)} → ${num(b.cyclesPerSecond)} (${(b.cyclesPerSecond / a.cyclesPerSecond).toFixed(2)}×)`;
+  return ['redlock', FLOOR_NAME]
+    .map((name) => {
+      const a = scale.byLevel[String(first)]?.[name];
+      const b = scale.byLevel[String(last)]?.[name];
+      if (a === undefined || b === undefined) return '';
+      return `; ${name} ${num(a.cyclesPerSecond)} → ${num(b.cyclesPerSecond)} (${(b.cyclesPerSecond / a.cyclesPerSecond).toFixed(2)}×)`;
+    })
+    .join('');
 }
 
 function ratio(a: number | undefined, b: number | undefined): string {
@@ -482,11 +489,16 @@ export function renderMarkdown(
     );
   }
   if (r.scale !== undefined) {
+    const scaleHasFloor = Object.values(r.scale.byLevel).some((cells) => cells[FLOOR_NAME] !== undefined);
+    const scaleColumns = scaleHasFloor ? [...columns, FLOOR_NAME] : columns;
     out.push(
       `### 4. Scale: many distinct resources`,
       '',
       ...chart('scale'),
-      `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. CPU and GC are per acquire+release cycle over the pass's acquire and release phases: the bench process, the five nodes together (INFO cpu), and this process's collector pauses. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.`,
+      `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. CPU and GC are per acquire+release cycle over the pass's acquire and release phases: the bench process, the five nodes together (INFO cpu), and this process's collector pauses. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.` +
+        (scaleHasFloor
+          ? ` "${FLOOR_NAME}" is not a lock: the same Redis writes per cycle with nothing else (bench/scenarios/floor.ts), so its decline from few to many resources is the nodes' own. It holds 2 keys per resource (lease and register) and leaves 1 (the register: nothing folds it, so the run deletes them after each of its passes, once measured).`
+          : ''),
       '',
       table(
         [
@@ -503,7 +515,7 @@ export function renderMarkdown(
           'GC µs/cycle',
         ],
         Object.entries(r.scale.byLevel).flatMap(([level, cells]) =>
-          columns
+          scaleColumns
             .filter((n) => cells[n] !== undefined)
             .map((n) => {
               const c = cells[n]!;

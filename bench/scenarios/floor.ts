@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { installedVersion, type HeldLock, type LockLibrary } from '../lock-library.js';
 
-/** The column name of the floor in the throughput tables. */
+/** The column name of the floor in the throughput and scale tables. */
 export const FLOOR_NAME = 'floor';
 
 /**
@@ -135,12 +135,13 @@ function majority(calls: readonly Promise<unknown>[]): Promise<void> {
 }
 
 /**
- * The floor as a lock library (so the throughput scenario drives it like the others): an "acquire" writes, on
- * every node, the lease key (`SET key value NX PX ttl`, the value `<22-character id>|<19-digit token>` as
- * fenced's `<leaseId>|<token>`) and the token register (`SET`), the two writes acquire.lua makes; a "release"
+ * The floor as a lock library (so the throughput and scale scenarios drive it like the others): an "acquire"
+ * writes, on every node, the lease key (`SET key value NX PX ttl`, the value `<22-character id>|<19-digit token>`
+ * as fenced's `<leaseId>|<token>`) and the token register (`SET`), the two writes acquire.lua makes; a "release"
  * deletes the lease key (`DEL`), the one write release.lua makes (its PUBLISH is left out: nobody listens, and
  * the floor is the writes). Each step resolves at a majority of nodes. It is not a lock: a refused NX is not
- * checked, and it cannot wait.
+ * checked, and it cannot wait. Its registers stay after the release, as fenced's do until a fold pass takes
+ * them, but nothing folds the floor's: they are its `leftoverKeyPattern`.
  */
 export async function createFloorLibrary(urls: readonly string[]): Promise<LockLibrary> {
   const nodes = await Promise.all(urls.map((url) => FloorNode.connect(url)));
@@ -189,6 +190,7 @@ export async function createFloorLibrary(urls: readonly string[]): Promise<LockL
       clients: 'a raw socket per node speaking RESP (no client library)',
     },
     waitStrategy: 'none (not a lock)',
+    leftoverKeyPattern: `${FLOOR_PREFIX}:*:token`,
     acquire,
     acquireWaiting: () => Promise.reject(new Error('the floor does not wait')),
     close: () => {

@@ -6,7 +6,11 @@ import type { HeldLock, LockLibrary } from '../lock-library.js';
 import { forEachIndex, interleave, sleep, type RunState } from '../runner.js';
 import { median } from '../statistics.js';
 
-/** One library's pass over one level: acquire `level` distinct resources and hold them, then release them all. */
+/**
+ * One library's pass over one level: acquire `level` distinct resources and hold them, then release them all. The
+ * key counts of the floor (bench/scenarios/floor.ts) are 2 per resource held (lease and register) and 1 idle (the
+ * register, which nothing folds; it is deleted after the pass, see {@link runScale}).
+ */
 export interface ScalePass {
   /** Resources acquired (and held at once): the level, unless the phase cap stopped the pass first. */
   reached: number;
@@ -50,7 +54,10 @@ export interface ScaleCell {
   clientCpuUsPerCycle?: number;
   redisCpuUsPerCycle?: number;
   gcUsPerCycle?: number;
-  /** For a library that folds idle registers (fenced): what is left once its retention has passed. */
+  /**
+   * For a library that folds idle registers (fenced): what is left once its retention has passed. Never for the
+   * floor, whose registers nothing folds.
+   */
   afterRetention?: AfterRetention;
 }
 
@@ -106,6 +113,13 @@ export interface ScaleResult {
  * resources repeats acquire-all/release-all over them until it has measured `minMeasureMs`. Passes of the same
  * level are interleaved over the libraries. Both phases are bounded by `phaseCapMs`; a pass that hits the cap
  * reports how many resources it reached.
+ *
+ * `libraries` may end with the floor (bench/scenarios/floor.ts), the same writes with nothing else, so the decline
+ * of a library's cycles per second from few to many resources can be told apart from the nodes' own. The floor
+ * does not fold: no fold wait applies to it (only libraries with `folding` get one), and the keys it leaves
+ * (`leftoverKeyPattern`: its registers) are deleted after each of its passes, outside the measured phases and
+ * after the idle reading, so a million of them do not sit on the nodes during the other libraries' passes, nor
+ * count as what fenced left after its retention.
  */
 export async function runScale(
   libraries: readonly LockLibrary[],
@@ -266,6 +280,18 @@ async function measureScale(
     };
   };
 
+  /** One pass, then the deletion of what the library leaves that nothing removes (see runScale). */
+  const passAndClear = async (library: LockLibrary, level: number, tag: string): Promise<ScalePass> => {
+    const measuredPass = await pass(library, level, tag);
+    if (library.leftoverKeyPattern !== undefined) {
+      state.progress.update(
+        `scale ${level.toLocaleString('en-US')} ${library.name} ${tag}: deleting its leftover keys`,
+      );
+      await deleteKeys(admin, library.leftoverKeyPattern);
+    }
+    return measuredPass;
+  };
+
   const folding = libraries.filter((l) => l.folding !== undefined);
   // Registers the earlier scenarios left would be folded in the middle of this one's measurements (and subtract
   // from its memory deltas): first wait until they are gone.
@@ -290,7 +316,7 @@ async function measureScale(
   for (const [levelIndex, level] of plan.levels.entries()) {
     const repetitions = repetitionsFor(plan, level, state.runs);
     const results = await interleave(libraries, repetitions, async (library, run) => {
-      const measured = await pass(library, level, `${level}:${run}`);
+      const measured = await passAndClear(library, level, `${level}:${run}`);
       if (since.resources.has(library.name)) {
         since.resources.set(library.name, since.resources.get(library.name)! + measured.reached);
         since.lastPassEnd.set(library.name, performance.now());
@@ -454,6 +480,23 @@ async function drainRegisters(
     );
   }
   return { library: library.name, waitedMs: performance.now() - start, registersLeft: left };
+}
+
+/**
+ * Deletes the keys matching `pattern` on every node: SCAN, and UNLINK of each batch it returns (a SCAN goes on
+ * correctly while the keys it returned are deleted). Bounded by the key count, as {@link countKeys}.
+ */
+async function deleteKeys(admin: readonly Redis[], pattern: string): Promise<void> {
+  for (const client of admin) {
+    let cursor = '0';
+    const maxCalls = Math.ceil(((await client.dbsize()) + 1) / 10_000) * 4 + 100;
+    for (let call = 0; call < maxCalls; call++) {
+      const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 10_000);
+      if (keys.length > 0) await client.unlink(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  }
 }
 
 /** Keys matching `pattern` on all nodes together (SCAN, bounded by the key count). */
