@@ -14,7 +14,12 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { FencedBenchOptions, HeldLock, LockLibrary } from './lock-library.js';
+import {
+  reopeningBackground,
+  type FencedBenchOptions,
+  type HeldLock,
+  type LockLibrary,
+} from './lock-library.js';
 
 /**
  * The key prefix of the earlier fenced: its own namespace on the shared nodes (its own incarnation key, its own
@@ -124,20 +129,24 @@ export async function createBaselineFenced(
   const module = (await import(pathToFileURL(entry).href)) as {
     Coordinator: new (options: Record<string, unknown>) => BaselineCoordinator;
   };
-  const coordinator = new module.Coordinator({
-    nodes: [...urls],
-    keyPrefix: BASELINE_KEY_PREFIX,
-    maxTtlMs: bench.maxTtlMs,
-    ...(bench.nodeTimeoutMs === undefined ? {} : { nodeTimeoutMs: bench.nodeTimeoutMs }),
-  });
-  coordinator.on('nodeError', () => undefined);
-  try {
-    await coordinator.ready();
-  } catch (error) {
-    await coordinator.close().catch(() => undefined);
-    throw error;
-  }
-  const settings = coordinator.settings;
+  let coordinator: BaselineCoordinator;
+  const open = async (): Promise<void> => {
+    coordinator = new module.Coordinator({
+      nodes: [...urls],
+      keyPrefix: BASELINE_KEY_PREFIX,
+      maxTtlMs: bench.maxTtlMs,
+      ...(bench.nodeTimeoutMs === undefined ? {} : { nodeTimeoutMs: bench.nodeTimeoutMs }),
+    });
+    coordinator.on('nodeError', () => undefined);
+    try {
+      await coordinator.ready();
+    } catch (error) {
+      await coordinator.close().catch(() => undefined);
+      throw error;
+    }
+  };
+  await open();
+  const settings = coordinator!.settings;
   const version = (
     JSON.parse(readFileSync(path.join(checkout.dir, 'packages', 'coordinator', 'package.json'), 'utf8')) as {
       version: string;
@@ -160,6 +169,8 @@ export async function createBaselineFenced(
       commit: checkout.commit,
     },
     waitStrategy: `pub/sub wake-up on release (fenced as of ${checkout.commit.slice(0, 7)})`,
+    // Its fold passes, where it has them, run in the background like the current fenced's.
+    background: reopeningBackground(open, () => coordinator.close()),
     acquire: (resource, ttlMs) => coordinator.acquire(resource, { ttlMs }),
     acquireWaiting: (resource, ttlMs, waitMs) => coordinator.acquire(resource, { ttlMs, waitMs }),
     close: () => coordinator.close(),

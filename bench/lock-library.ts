@@ -42,6 +42,12 @@ export interface LockLibrary {
    * passes, once the pass is measured, so they do not weigh on the passes and the fold waits after it.
    */
   readonly leftoverKeyPattern?: string;
+  /**
+   * For a library that works in the background between calls (fenced: its fold passes, which SCAN every key of
+   * every node): stops that work, and starts it again. The scale scenario stops it while another library's pass
+   * is measured, so that pass pays only for its own library. Both are idempotent.
+   */
+  readonly background?: LibraryBackground;
   /** npm package name and the version read from its package.json. */
   readonly packageName: string;
   readonly version: string;
@@ -59,6 +65,35 @@ export interface LockLibrary {
    */
   acquireWaitingElsewhere?(resource: string, ttlMs: number, waitMs: number): Promise<HeldLock>;
   close(): Promise<void>;
+}
+
+/** See {@link LockLibrary.background}. */
+export interface LibraryBackground {
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/**
+ * The background of a library whose background work lives in objects it can close and create again (fenced's
+ * coordinators, whose fold timers stop on close): `stop` closes them, `start` opens new ones.
+ */
+export function reopeningBackground(
+  open: () => Promise<void>,
+  close: () => Promise<void>,
+): LibraryBackground {
+  let running = true;
+  return {
+    stop: async () => {
+      if (!running) return;
+      running = false;
+      await close();
+    },
+    start: async () => {
+      if (running) return;
+      await open();
+      running = true;
+    },
+  };
 }
 
 const require = createRequire(import.meta.url);
@@ -131,14 +166,23 @@ export function fencedCoordinatorOptions(
 
 /** fenced: the Coordinator (retryDelayMs 100 + 0..50 jitter as the fallback of its pub/sub wake-ups). */
 async function createFenced(urls: readonly string[], bench: FencedBenchOptions): Promise<LockLibrary> {
-  const coordinator = new Coordinator(fencedCoordinatorOptions(urls, bench));
+  let coordinator: Coordinator;
   // A second coordinator for waiters in "another process": its own connections and its own waiter queue.
-  const elsewhere = new Coordinator(fencedCoordinatorOptions(urls, bench));
-  // Node errors never fail a benchmark by themselves; an acquire that cannot get a majority throws.
-  coordinator.on('nodeError', () => undefined);
-  elsewhere.on('nodeError', () => undefined);
-  await Promise.all([coordinator.ready(), elsewhere.ready()]);
-  const settings = coordinator.settings;
+  let elsewhere: Coordinator;
+  const open = async (): Promise<void> => {
+    coordinator = new Coordinator(fencedCoordinatorOptions(urls, bench));
+    elsewhere = new Coordinator(fencedCoordinatorOptions(urls, bench));
+    // Node errors never fail a benchmark by themselves; an acquire that cannot get a majority throws.
+    coordinator.on('nodeError', () => undefined);
+    elsewhere.on('nodeError', () => undefined);
+    await Promise.all([coordinator.ready(), elsewhere.ready()]);
+  };
+  const close = async (): Promise<void> => {
+    await Promise.all([coordinator.close(), elsewhere.close()]);
+  };
+  await open();
+  const background = reopeningBackground(open, close);
+  const settings = coordinator!.settings;
   return {
     name: 'fenced',
     packageName: '@fenced/coordinator',
@@ -159,13 +203,13 @@ async function createFenced(urls: readonly string[], bench: FencedBenchOptions):
       intervalMs: foldIntervalMs(settings.tokenRetentionMs),
       registerPattern: `${settings.keyPrefix}:{*}:token`,
     },
+    background,
     waitStrategy: `pub/sub wake-up on release (fallback timer: holder's remaining ttl, or ${settings.retryDelayMs} ms + 0..${settings.retryJitterMs} ms)`,
     acquire: (resource, ttlMs) => coordinator.acquire(resource, { ttlMs }),
     acquireWaiting: (resource, ttlMs, waitMs) => coordinator.acquire(resource, { ttlMs, waitMs }),
     acquireWaitingElsewhere: (resource, ttlMs, waitMs) => elsewhere.acquire(resource, { ttlMs, waitMs }),
-    close: async () => {
-      await Promise.all([coordinator.close(), elsewhere.close()]);
-    },
+    // Closing what is closed is harmless: the coordinators may be stopped (see `background`).
+    close,
   };
 }
 

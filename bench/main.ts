@@ -157,7 +157,14 @@ async function main(options: BenchOptions): Promise<number> {
             results.handoff = await runHandoff(librariesOf(scenario), plan.handoff, state);
             break;
           case 'scale':
-            results.scale = await runScale(withFloorIn(scenario), env.admin, plan.scale, state);
+            results.scale = await runScale(
+              withFloorIn(scenario),
+              env.admin,
+              plan.scale,
+              state,
+              // The earlier fenced of --baseline-ref is open but not measured here: its fold passes stop meanwhile.
+              libraries.filter((l) => !librariesOf(scenario).includes(l)),
+            );
             break;
           case 'guarded':
             results.guarded = await runGuarded(env.postgres, plan.guarded, state, baseline);

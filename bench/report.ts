@@ -491,6 +491,16 @@ export function renderMarkdown(
   if (r.scale !== undefined) {
     const scaleHasFloor = Object.values(r.scale.byLevel).some((cells) => cells[FLOOR_NAME] !== undefined);
     const scaleColumns = scaleHasFloor ? [...columns, FLOOR_NAME] : columns;
+    const scaleNames = new Set(Object.values(r.scale.byLevel).flatMap((cells) => Object.keys(cells)));
+    const folders = [...scaleNames].filter((n) => n === 'fenced' || n.startsWith('fenced@'));
+    // Before the scenario stopped the others' background work during a library's pass, fenced's coordinator folded
+    // on through every other library's passes.
+    const sharedFolding =
+      r.scale.onlyOwnBackground === true
+        ? " Each library's passes ran with the other libraries' background work stopped (fenced's coordinators closed: no fold passes)."
+        : folders.length > 0 && scaleNames.size > 1
+          ? ` The libraries shared this run: ${folders.join(' and ')} kept running ${folders.length > 1 ? 'their' : 'its'} fold passes in the background during the other libraries' passes too (scanning their keys, and folding ${folders.length > 1 ? 'their' : 'its'} own idle registers), so at large levels every figure here includes that work.`
+          : '';
     out.push(
       `### 4. Scale: many distinct resources`,
       '',
@@ -498,7 +508,8 @@ export function renderMarkdown(
       `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. CPU and GC are per acquire+release cycle over the pass's acquire and release phases: the bench process, the five nodes together (INFO cpu), and this process's collector pauses. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.` +
         (scaleHasFloor
           ? ` "${FLOOR_NAME}" is not a lock: the same Redis writes per cycle with nothing else (bench/scenarios/floor.ts), so its decline from few to many resources is the nodes' own. It holds 2 keys per resource (lease and register) and leaves 1 (the register: nothing folds it, so the run deletes them after each of its passes, once measured).`
-          : ''),
+          : '') +
+        sharedFolding,
       '',
       table(
         [

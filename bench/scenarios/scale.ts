@@ -95,6 +95,12 @@ export interface ScaleResult {
   ttlMs: number;
   foldWait: BenchPlan['scale']['foldWait'];
   /**
+   * Whether each library's passes and waits ran with every other library's background work stopped (see
+   * `onlyBackgroundOf`). Absent in results from before it was: there, fenced's fold passes went on during the
+   * other libraries' passes.
+   */
+  onlyOwnBackground?: boolean;
+  /**
    * Per folding library: how long the scenario waited at its start for the registers the earlier scenarios left to
    * be folded, and how many were left on all nodes together when it went on (0 unless the wait hit its bound).
    */
@@ -126,13 +132,30 @@ export async function runScale(
   admin: readonly Redis[],
   plan: BenchPlan['scale'],
   state: RunState,
+  bystanders: readonly LockLibrary[] = [],
 ): Promise<ScaleResult> {
   const gcPauses = observeGcPauses();
+  const backgrounds = [...libraries, ...bystanders];
   try {
-    return await measureScale(libraries, admin, plan, state, gcPauses);
+    // Libraries open in this process that this scenario does not measure do no background work during it.
+    for (const library of bystanders) await library.background?.stop();
+    return await measureScale(libraries, admin, plan, state, gcPauses, (library) =>
+      onlyBackgroundOf(library, backgrounds),
+    );
   } finally {
     gcPauses.stop();
+    for (const library of backgrounds) await library.background?.start();
   }
+}
+
+/**
+ * Stops the background work of every library in `all` but `library`, and starts `library`'s: what runs between a
+ * library's calls (fenced's fold passes, which SCAN every key of every node) then weighs only on that library's
+ * own passes and waits, not on another library's measured in the same run.
+ */
+export async function onlyBackgroundOf(library: LockLibrary, all: readonly LockLibrary[]): Promise<void> {
+  for (const other of all) if (other !== library) await other.background?.stop();
+  await library.background?.start();
 }
 
 /** The collector's pauses in this process since the call, summed (`gc` performance entries), until `stop()`. */
@@ -163,6 +186,8 @@ async function measureScale(
   plan: BenchPlan['scale'],
   state: RunState,
   gcPauses: { readonly totalUs: number },
+  /** Leaves only `library`'s background work running (see {@link onlyBackgroundOf}). */
+  backgroundOnly: (library: LockLibrary) => Promise<void>,
 ): Promise<ScaleResult> {
   /** Acquires resources 0 … level−1 and holds them (bounded by the cap): the held locks, and the phase's time. */
   const acquireAll = async (library: LockLibrary, level: number, tag: string, label: string) => {
@@ -297,7 +322,10 @@ async function measureScale(
   // from its memory deltas): first wait until they are gone.
   const drained: ScaleResult['drainedBefore'] = [];
   if (plan.foldWait !== 'off') {
-    for (const library of folding) drained.push(await drainRegisters(library, admin, state));
+    for (const library of folding) {
+      await backgroundOnly(library);
+      drained.push(await drainRegisters(library, admin, state));
+    }
   }
   /** What the levels since the last fold wait started from, and what the folding libraries used since. */
   const startSince = async () => {
@@ -316,6 +344,7 @@ async function measureScale(
   for (const [levelIndex, level] of plan.levels.entries()) {
     const repetitions = repetitionsFor(plan, level, state.runs);
     const results = await interleave(libraries, repetitions, async (library, run) => {
+      await backgroundOnly(library);
       const measured = await passAndClear(library, level, `${level}:${run}`);
       if (since.resources.has(library.name)) {
         since.resources.set(library.name, since.resources.get(library.name)! + measured.reached);
@@ -348,6 +377,7 @@ async function measureScale(
       for (const library of folding) {
         const cell = cells[library.name];
         if (cell === undefined) continue;
+        await backgroundOnly(library);
         cell.afterRetention = await waitForFolding(library, since, admin, plan, state);
         state.progress.log(
           `scale ${level.toLocaleString('en-US')}: ${library.name} after its ${library.folding!.retentionMs / 1_000} s retention ` +
@@ -372,6 +402,7 @@ async function measureScale(
     phaseCapMs: plan.phaseCapMs,
     ttlMs: plan.ttlMs,
     foldWait: plan.foldWait,
+    onlyOwnBackground: true,
     drainedBefore: drained,
     byLevel,
     finalKeysPerNode: await keyCounts(admin),

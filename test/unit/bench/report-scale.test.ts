@@ -51,4 +51,16 @@ describe('scenario 4 in the report with the floor', () => {
     expect(check?.measured).toBe('9,254 → 3,909 cycles/s (0.42×); redlock 7,023 → 3,321 (0.47×)');
     expect(renderMarkdown(file)).not.toContain('floor');
   });
+
+  it("says when fenced's background folding shared the run with other libraries, and not when it ran alone", () => {
+    const shared = 'kept running its fold passes in the background during the other libraries';
+    const isolated = "with the other libraries' background work stopped";
+    expect(renderMarkdown(results('scale-1m.json'))).toContain(shared);
+    expect(renderMarkdown(results('scale-1m-slow-log.json'))).not.toContain(shared);
+    const now = structuredClone(results('scale-1m.json'));
+    now.results.scale!.onlyOwnBackground = true;
+    const markdown = renderMarkdown(now);
+    expect(markdown).not.toContain(shared);
+    expect(markdown).toContain(isolated);
+  });
 });
