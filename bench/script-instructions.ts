@@ -19,9 +19,7 @@
 // never fails on a figure.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +31,7 @@ import { nodeStateKeys, resourceKeys } from '../packages/coordinator/src/redlock
 import { MAX_BATCH_SIZE } from '../packages/coordinator/src/scripts/script-batcher.js';
 import { loadScriptSource } from '../packages/coordinator/src/scripts/scripts.js';
 import { positiveInteger } from './bench-options.js';
+import { redlockSources } from './redlock-scripts.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PREFIX = 'fenced';
@@ -76,18 +75,6 @@ function baselineSource(ref: string, script: Script): string {
   return show(`${script}.lua`).replace(/^-- @include ([a-z][a-z0-9-]*)$/gm, (_line, name: string) =>
     show(`include/${name}.lua`).trimEnd(),
   );
-}
-
-/** node-redlock 5's ACQUIRE_SCRIPT and RELEASE_SCRIPT, as its installed package defines them (not exported). */
-function redlockSources(): Record<Script, string> {
-  const file = createRequire(import.meta.url).resolve('redlock');
-  const text = readFileSync(file, 'utf8');
-  const constant = (name: string): string => {
-    const match = new RegExp(`const ${name} = \`([^\`]*)\``).exec(text);
-    if (match === null) throw new Error(`${name} not found in ${file}: the installed redlock changed`);
-    return match[1]!;
-  };
-  return { acquire: constant('ACQUIRE_SCRIPT'), release: constant('RELEASE_SCRIPT') };
 }
 
 const variants: Variant[] = [
