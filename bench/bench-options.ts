@@ -22,6 +22,12 @@ export interface BenchOptions {
   /** Skip the scale scenario's wait for fenced's fold passes (e.g. a long-capped run with a long retention). */
   skipFoldWait: boolean;
   /**
+   * `--handoff-settle-ms`: how long the hand-off scenario's first holder holds the resource while its waiters start
+   * waiting (the plan's 100 ms by default); the first hand-off of every round follows that much quiet, which this
+   * machine takes a while to wake from (docs/benchmarks.md, "The remaining gaps, decomposed").
+   */
+  handoffSettleMs: number | undefined;
+  /**
    * `--redis-config`: settings applied with CONFIG SET on every node once started (e.g. `auto-aof-rewrite-percentage
    * 0`, to see what the nodes' own AOF rewrites cost a run); the results record them. Never the DESIGN §3 ones.
    */
@@ -53,6 +59,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --scale-levels N[,N]       resource counts of the scale scenario (default 1000,100000,1000000)
   --scale-cap-s N            time cap of each scale phase, in seconds (default 30)
   --skip-fold-wait           the scale scenario does not wait for fenced's fold passes after each level
+  --handoff-settle-ms N      how long the hand-off scenario's first holder holds the resource while the waiters
+                             start waiting, in ms (default 100; 50 with --quick)
   --redis-config NAME=VALUE[,NAME=VALUE]
                              CONFIG SET on every node once started, recorded in the results (for an experiment,
                              e.g. auto-aof-rewrite-percentage=0); not appendonly, appendfsync, maxmemory-policy
@@ -83,6 +91,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
       'scale-levels': { type: 'string' },
       'scale-cap-s': { type: 'string' },
       'skip-fold-wait': { type: 'boolean', default: false },
+      'handoff-settle-ms': { type: 'string' },
       'redis-config': { type: 'string', multiple: true },
       'baseline-ref': { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
@@ -124,6 +133,10 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     values['scale-cap-s'] === undefined
       ? undefined
       : positiveInteger('--scale-cap-s', values['scale-cap-s'], 1, 86_400) * 1_000;
+  const handoffSettleMs =
+    values['handoff-settle-ms'] === undefined
+      ? undefined
+      : positiveInteger('--handoff-settle-ms', values['handoff-settle-ms'], 1, 60_000);
   const redisSettings = parseRedisSettings((values['redis-config'] ?? []).flatMap((s) => s.split(',')));
   const baselineRef = values['baseline-ref'];
   if (baselineRef !== undefined && !/^[\w./@^~-]{1,100}$/.test(baselineRef)) {
@@ -141,6 +154,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     libraries.length === LIBRARY_NAMES.length &&
     scaleLevels === undefined &&
     scaleCapMs === undefined &&
+    handoffSettleMs === undefined &&
     Object.keys(redisSettings).length === 0 &&
     fencedNodeTimeoutMs === undefined;
   const out =
@@ -161,6 +175,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions | 'help
     scaleLevels,
     scaleCapMs,
     skipFoldWait: values['skip-fold-wait'],
+    handoffSettleMs,
     redisSettings,
     baselineRef,
     cpuProfDir,

@@ -52,6 +52,10 @@ async function main(options: BenchOptions): Promise<number> {
   const base = options.quick ? QUICK_PLAN : FULL_PLAN;
   const plan: BenchPlan = {
     ...base,
+    handoff: {
+      ...base.handoff,
+      ...(options.handoffSettleMs === undefined ? {} : { settleMs: options.handoffSettleMs }),
+    },
     scale: {
       ...base.scale,
       ...(options.scaleLevels === undefined ? {} : { levels: options.scaleLevels }),

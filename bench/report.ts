@@ -466,7 +466,7 @@ export function renderMarkdown(
       `### 3. Contended hand-off`,
       '',
       ...chart('handoff'),
-      `K waiters on one resource, each holds it ${handoff.holdMs} ms once granted; milliseconds from the holder's release call to the next holder's grant (lower is better); median over ${results.runs} runs of ${handoff.handoffsPerRun} hand-offs (max: over all runs).`,
+      `K waiters on one resource, each holds it ${handoff.holdMs} ms once granted (the round's first holder ${handoff.settleMs ?? 100} ms, while the waiters start waiting: with K = 1 every hand-off measured is that first one); milliseconds from the holder's release call to the next holder's grant (lower is better); median over ${results.runs} runs of ${handoff.handoffsPerRun} hand-offs (max: over all runs).`,
       '',
       table(
         ['K', 'library', 'waits by', 'p50', 'p99', 'max', 'fenced ÷ library (p50)'],

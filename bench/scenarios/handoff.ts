@@ -24,6 +24,11 @@ export interface HandoffResult {
   unit: 'milliseconds from the release call to the next holder being granted';
   handoffsPerRun: number;
   holdMs: number;
+  /**
+   * How long the first holder of each round held the resource while the waiters started waiting: the first hand-off
+   * of a round follows that much quiet. Absent in results from before it was recorded (100 ms then).
+   */
+  settleMs?: number;
   /** waiter count → library (and {@link FENCED_ELSEWHERE}) → cell */
   byWaiters: Record<string, Record<string, HandoffCell>>;
 }
@@ -136,6 +141,7 @@ export async function runHandoff(
     unit: 'milliseconds from the release call to the next holder being granted',
     handoffsPerRun: plan.handoffsPerRun,
     holdMs: plan.holdMs,
+    settleMs: plan.settleMs,
     byWaiters,
   };
 }
