@@ -24,6 +24,7 @@
 // nodes' shares of the difference to redlock. Servers are stopped by their process ids. Measures; never fails on
 // a figure.
 import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Coordinator } from '@fenced/coordinator';
 import { startRedisNodes } from '@fenced/test-utils/redis-cluster';
@@ -33,7 +34,7 @@ import { nodeStateKeys, resourceKeys } from '../packages/coordinator/src/redlock
 import { loadScriptSource } from '../packages/coordinator/src/scripts/scripts.js';
 import { positiveInteger } from './bench-options.js';
 import { redlockSources } from './redlock-scripts.js';
-import { summarizeLatencies } from './statistics.js';
+import { quantileSorted } from './statistics.js';
 
 // redlock 5's package.json "exports" has no "types" condition (see lock-library.ts).
 const redlockPackage: string = 'redlock';
@@ -210,12 +211,11 @@ try {
     process.stderr.write(`${spacing.name}: ${spacing.warmup + spacing.count} calls of each variant\n`);
     const p50 = new Map<string, number>();
     for (const [name, list] of times) {
-      const summary = summarizeLatencies(list);
-      p50.set(name, summary.p50);
       const sorted = [...list].sort((a, b) => a - b);
-      const p90 = sorted[Math.floor(sorted.length * 0.9)]!;
+      const median = quantileSorted(sorted, 0.5);
+      p50.set(name, median);
       rows.push(
-        `| ${spacing.name} | ${name} | ${summary.p50.toFixed(3)} | ${p90.toFixed(3)} | ${list.length} |`,
+        `| ${spacing.name} | ${name} | ${median.toFixed(3)} | ${quantileSorted(sorted, 0.9).toFixed(3)} | ${list.length} |`,
       );
     }
     const diff = (a: string, b: string) => ((p50.get(a)! - p50.get(b)!) * 1_000).toFixed(0);
@@ -225,7 +225,7 @@ try {
       `| ${spacing.name} | fenced ÷ redlock | ${(p50.get('fenced')! / p50.get('redlock')!).toFixed(2)}× | | |`,
     );
   }
-  const load1 = (await import('node:os')).loadavg()[0]!.toFixed(2);
+  const load1 = loadavg()[0]!.toFixed(2);
   console.log(
     `Acquire latency at concurrency 1, ms (p50, p90); five local nodes; interleaved call by call; load average ${load1} at the end.\n`,
   );
