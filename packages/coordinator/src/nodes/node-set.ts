@@ -35,6 +35,7 @@ import { initializeFreshCluster, type FreshInitOutcome } from './fresh-cluster.j
 import {
   parseRecorded,
   reconcileSettings,
+  settingModes,
   settingsRecord,
   type RecordedSettings,
 } from './cluster-settings.js';
@@ -147,6 +148,7 @@ export class NodeSet implements ProtocolContext {
       for (const node of connections) if (node.owned) node.client.disconnect();
       throw error;
     }
+    for (const node of connections) node.nodeCount = connections.length;
     this.nodes = connections;
     this.quorum = quorumOf(connections.length);
     this.states = new NodeStateTracker(this.quorum, settings.unsafeAllowUnsafeNodes, (event) => {
@@ -354,7 +356,7 @@ export class NodeSet implements ProtocolContext {
    * only where absent (the upgrade path).
    * @throws ClusterSettingsError (rejecting `started()`, so every operation and `ready()`)
    */
-  private async checkClusterSettings(): Promise<void> {
+  private async checkClusterSettings(everyNode = false): Promise<void> {
     const configured = {
       maxTtlMs: this.settings.maxTtlMs,
       nodeCount: this.nodes.length,
@@ -365,7 +367,7 @@ export class NodeSet implements ProtocolContext {
     const upgrade = settingsRecord({ ...configured, keyLayout: 'fenced' });
     const recorded = await Promise.all(
       this.nodes.map(async (node): Promise<RecordedSettings | undefined> => {
-        if (!node.anyInitialized || node.lastProbe?.reachable !== true) return undefined;
+        if (!everyNode && (!node.anyInitialized || node.lastProbe?.reachable !== true)) return undefined;
         try {
           const reply = await node.settings(this.probeTimeoutMs, 'record', upgrade);
           return reply.kind === 'settings' ? parseRecorded(reply.settings) : undefined;
@@ -377,7 +379,7 @@ export class NodeSet implements ProtocolContext {
     const { maxTtlMs, keyLayout } = reconcileSettings(
       configured,
       recorded,
-      this.settings.clusterSettings,
+      settingModes(this.settings),
       (i) => `node ${i} (${this.nodes[i]!.address})`,
     );
     if (maxTtlMs !== this.settings.maxTtlMs || keyLayout !== this.settings.keyLayout) {
@@ -389,6 +391,25 @@ export class NodeSet implements ProtocolContext {
       });
     }
   }
+
+  /**
+   * Reads the cluster's settings again, from every node that answers, after a node refused a call for them
+   * (SETTINGS_MISMATCH: the nodes check the settings on every call that records a promise or a lease,
+   * nodes/cluster-settings.ts). Adopts a recorded value of a setting the caller did not set; refuses one it set.
+   * Calls made while a refresh runs share it.
+   * @returns whether the settings this process runs with changed
+   * @throws ClusterSettingsError when this process's configuration is refused
+   */
+  async refreshSettings(): Promise<boolean> {
+    const before = this.settings;
+    this.refreshing ??= this.checkClusterSettings(true).finally(() => {
+      this.refreshing = undefined;
+    });
+    await this.refreshing;
+    return this.settings !== before;
+  }
+
+  private refreshing: Promise<void> | undefined;
 
   private async foldInBackground(): Promise<void> {
     if (this.folding || this.closing.aborted) return;
