@@ -1091,12 +1091,11 @@ export class ClusterConnection extends NodeConnection {
           }
           for (const range of ranges) {
             for (const replica of range.replicas) {
-              const failover = await this.readReplicaNoFailover(replica, timeoutMs);
-              if (failover !== 'yes') {
-                shardProblems.push(
-                  `replica ${replica} of shard ${address}: ${REPLICA_NO_FAILOVER} is ${failover === undefined ? 'unreadable' : `'${failover}'`}; it must be 'yes' (a promoted replica may have missed acknowledged promises; DESIGN §3c)`,
-                );
-              }
+              shardProblems.push(
+                ...(await this.checkReplica(replica, timeoutMs)).map(
+                  (p) => `replica ${replica} of shard ${address}: ${p}`,
+                ),
+              );
             }
           }
           problems.push(
@@ -1228,7 +1227,30 @@ export class ClusterConnection extends NodeConnection {
     return configProblems({ config, role });
   }
 
-  private async readReplicaNoFailover(address: string, timeoutMs: number): Promise<string | undefined> {
+  /**
+   * A replica's settings: it must never fail over on its own (a replica promoted after asynchronous replication may
+   * have missed acknowledged promises) and must be as durable as a master (appendonly, appendfsync always,
+   * noeviction: it holds the same registers, and an operator's manual failover promotes it with what it holds).
+   */
+  private async checkReplica(address: string, timeoutMs: number): Promise<string[]> {
+    const config = await this.readReplicaConfig(address, timeoutMs);
+    const failover = config?.[REPLICA_NO_FAILOVER];
+    const problems =
+      config === undefined
+        ? [`its settings could not be read (CONFIG GET failed); ${REPLICA_NO_FAILOVER} must be 'yes'`]
+        : configProblems({ config, role: undefined }, 'replica');
+    if (config !== undefined && failover !== 'yes') {
+      problems.push(
+        `${REPLICA_NO_FAILOVER} is ${failover === undefined ? 'unreadable' : `'${failover}'`}; it must be 'yes' (a promoted replica may have missed acknowledged promises; DESIGN §3c)`,
+      );
+    }
+    return problems;
+  }
+
+  private async readReplicaConfig(
+    address: string,
+    timeoutMs: number,
+  ): Promise<Record<string, string> | undefined> {
     const pooled = this.connectionTo(address);
     const [host, port] = [
       address.slice(0, address.lastIndexOf(':')),
@@ -1247,8 +1269,12 @@ export class ClusterConnection extends NodeConnection {
       });
     client.on('error', () => undefined);
     try {
-      const reply = await withTimeout(client.config('GET', REPLICA_NO_FAILOVER), timeoutMs, 'check');
-      return parseConfigReply(reply)[REPLICA_NO_FAILOVER];
+      const reply = await withTimeout(
+        client.call('CONFIG', 'GET', REPLICA_NO_FAILOVER, ...Object.keys(REQUIRED_SETTINGS)),
+        timeoutMs,
+        'check',
+      );
+      return parseConfigReply(reply);
     } catch {
       return undefined;
     } finally {

@@ -71,6 +71,12 @@ export interface NodeRepairStatus extends RepairProgress {
 
 /** How often nodes that do not vote are probed again (reconnected, reconfigured, repaired elsewhere). */
 const RECHECK_INTERVAL_MS = 1_000;
+/**
+ * Every this many re-checks, voting nodes are probed too: their durability settings (and a Cluster member's replicas',
+ * DESIGN §3c) are re-checked while they vote, not only at start-up — a setting changed at run time (CONFIG SET
+ * appendfsync everysec, a replica allowed to fail over) stops the node voting within this many seconds.
+ */
+const VOTING_RECHECK_EVERY = 30;
 /** How long a fresh-cluster mark outlives an initializing process that died between its steps. */
 const FRESH_MARK_TTL_MS = 30_000;
 
@@ -428,6 +434,9 @@ export class NodeSet implements ProtocolContext {
    * probe could not reach them: one that comes back empty is then found by the probe (and repaired), not only by
    * the next vote it is asked for.
    */
+  /** Re-checks run so far (every VOTING_RECHECK_EVERY-th probes the voting nodes too). */
+  private rechecks = 0;
+
   private async recheck(): Promise<void> {
     if (this.rechecking || this.closing.aborted) return;
     this.rechecking = true;
@@ -440,17 +449,20 @@ export class NodeSet implements ProtocolContext {
       // voting may have lost its state unseen: a failed attempt does not always wait for its reply.
       const withoutQuorum =
         this.nodes.filter((n) => n.isVoting(this.settings.unsafeAllowUnsafeNodes)).length < this.quorum;
+      const everyVoting = ++this.rechecks % VOTING_RECHECK_EVERY === 0;
       const idle = withoutQuorum
         ? [...this.nodes]
-        : this.nodes.filter(
-            (n) =>
-              (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
-                n.lastProbe?.reachable === false ||
-                (n.owned && n.client.status !== 'ready') ||
-                // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
-                (n.isCluster && !n.initialized)) &&
-              !this.repairs.has(n.index),
-          );
+        : everyVoting
+          ? this.nodes.filter((n) => !this.repairs.has(n.index))
+          : this.nodes.filter(
+              (n) =>
+                (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
+                  n.lastProbe?.reachable === false ||
+                  (n.owned && n.client.status !== 'ready') ||
+                  // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
+                  (n.isCluster && !n.initialized)) &&
+                !this.repairs.has(n.index),
+            );
       if (idle.length === 0) return;
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
       await this.afterProbe();
