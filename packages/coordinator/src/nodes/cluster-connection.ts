@@ -580,8 +580,7 @@ export class ClusterConnection extends NodeConnection {
     return this.slotBatcher('acquire', slot, this.acquireBatchers)
       .call(
         timeoutMs,
-        // The slot's floor is the token register of every resource of the slot (include/node-state.lua).
-        [keys.lease, keys.record, this.stateKeysOf(slot).floor],
+        [keys.lease, keys.record, keys.token],
         [leaseId, ttlMs, proposal.toString(), this.sealEpochs[slot]!],
       )
       .then((reply) => this.learn(slot, reply));
@@ -614,7 +613,7 @@ export class ClusterConnection extends NodeConnection {
     return this.script(
       'promise',
       timeoutMs,
-      [k.incarnation, k.floor, k.seal, k.settings, keys.record, k.floor],
+      [k.incarnation, k.floor, k.seal, k.settings, keys.record, keys.token],
       [leaseId, proposal.toString(), this.sealEpochs[slot]!, keyLayoutOf(keys), this.nodeCount],
     ).then((reply) => this.learn(slot, reply));
   }

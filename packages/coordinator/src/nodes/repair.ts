@@ -327,7 +327,7 @@ async function readSources(
         if (read.floor > merged.floor) merged.floor = read.floor;
         for (const [key, lease] of read.leases) {
           const known = merged.leases.get(key);
-          if (known === undefined || lease.pttlMs > known.pttlMs) merged.leases.set(key, lease);
+          if (known === undefined || laterCopy(lease, known)) merged.leases.set(key, lease);
         }
         mergeSettings(merged.settings, read.settings);
         complete++;
@@ -348,6 +348,23 @@ async function readSources(
     );
   }
   return merged;
+}
+
+/**
+ * Whether lease record `a` is the copy to keep over `b` (same key): the one carrying the grant's token — a node that
+ * granted with a refused guess keeps `<leaseId>|<guess>`, the nodes that promised the grant's token hold
+ * `<leaseId>|<token>` (promise.lua), and a sealed source among those is read — then the longer remaining ttl.
+ */
+export function laterCopy(
+  a: { readonly value: string; readonly pttlMs: number },
+  b: { readonly value: string; readonly pttlMs: number },
+): boolean {
+  const tokenOf = (value: string): bigint => {
+    const text = value.slice(value.indexOf('|') + 1);
+    return value.includes('|') && /^[0-9]{1,19}$/.test(text) ? BigInt(text) : 0n;
+  };
+  const [ta, tb] = [tokenOf(a.value), tokenOf(b.value)];
+  return ta !== tb ? ta > tb : a.pttlMs > b.pttlMs;
 }
 
 /**
