@@ -76,7 +76,16 @@ async function run(detectionOff: boolean): Promise<Outcome> {
   const history = new History();
 
   const init = world.coordinator({ nodes: members.map((m) => m.member), keyPrefix: prefix });
-  await init.ready();
+  // A fresh initialization of 16 384 slots per member: a loaded machine can time a first probe out, so ask again.
+  await until(
+    'the members are initialized',
+    () =>
+      init.ready().then(
+        () => true,
+        () => false,
+      ),
+    120_000,
+  );
   await world.closeCoordinator(init);
 
   // Seed the hit resources' registers far ahead on A and C (raw writes through Cluster clients). On a member, every

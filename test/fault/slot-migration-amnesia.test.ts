@@ -72,7 +72,16 @@ async function run(schedule: Schedule, proofOff: boolean): Promise<Outcome> {
   const raw = await world.connectedClients(world.urls);
 
   const init = world.coordinator({ nodes: [member.member, ...world.urls], keyPrefix: prefix });
-  await init.ready();
+  // A fresh initialization of 16 384 slots: a loaded machine can time a first probe out, so ask again.
+  await until(
+    'the nodes are initialized',
+    () =>
+      init.ready().then(
+        () => true,
+        () => false,
+      ),
+    120_000,
+  );
   await world.closeCoordinator(init);
 
   // Seeds: the slot's floor on M, the resource's registers on S0 and S1.
@@ -86,7 +95,7 @@ async function run(schedule: Schedule, proofOff: boolean): Promise<Outcome> {
     nodes: [member.member, ...(await standaloneWithout(1))],
     keyPrefix: prefix,
   });
-  const p1Lease = await recordedAcquire(history, 'P1', p1, resource, { ttlMs: 2_000, waitMs: 10_000 });
+  const p1Lease = await recordedAcquire(history, 'P1', p1, resource, { ttlMs: 2_000, waitMs: 30_000 });
   if (!p1Lease) throw new Error('P1 was not granted (precondition)');
   await recordedIncrement(history, world.store, holderIncrement('P1', p1Lease, 'guarded'));
   await recordedRelease(history, 'P1', p1Lease);
@@ -112,11 +121,29 @@ async function run(schedule: Schedule, proofOff: boolean): Promise<Outcome> {
   if (schedule === 'importing') {
     await migrate([register, state.floor]);
     await member.restartShardWithoutData(y);
+    await until(
+      'Y answers again',
+      () =>
+        to.ping().then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+    );
     await migrate(await rest());
     await finish(slot, toId);
   } else if (schedule === 'exporting') {
     await migrate([state.incarnation, state.settings]);
     await member.restartShardWithoutData(x);
+    await until(
+      'X answers again',
+      () =>
+        from.ping().then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+    );
     await migrate(await rest());
     await finish(slot, toId);
   } else {
@@ -133,7 +160,7 @@ async function run(schedule: Schedule, proofOff: boolean): Promise<Outcome> {
   await everySlotVotes(r);
   await world.closeCoordinator(r);
   const b = world.coordinator({ nodes: [member.member, ...(await standaloneWithout(0))], keyPrefix: prefix });
-  const bLease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 2_000, waitMs: 10_000 });
+  const bLease = await recordedAcquire(history, 'B', b, resource, { ttlMs: 2_000, waitMs: 30_000 });
   if (bLease) {
     await recordedIncrement(history, world.store, holderIncrement('B', bLease, 'guarded')).catch(
       () => undefined,
