@@ -31,7 +31,7 @@
  *   on the node with ASK or TRYAGAIN, without running it. A slot's node-state keys move with it (they are keys of
  *   that slot); a slot that arrives without them refuses and is repaired.
  *
- * Tests that fail when this breaks: test/integration/coordinator/nodes/cluster-member.test.ts,
+ * Tests that fail when this breaks: test/integration/coordinator/cluster/cluster-member.test.ts,
  * test/fault/cluster-amnesia.test.ts (F25 and its negative control).
  */
 import ioredis, { type Cluster, type Redis } from 'ioredis';

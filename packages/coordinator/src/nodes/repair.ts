@@ -68,9 +68,9 @@
  * At most one process repairs a node (the marker); others wait for it. The cost tracks active resources: idle
  * registers are folded into the floor (fold.lua), and the floor is one key.
  *
- * Tests that fail when this breaks: the protocol simulation (test/unit/coordinator/protocol-simulation.test.ts, with
+ * Tests that fail when this breaks: the protocol simulation (test/unit/coordinator/protocol/protocol-simulation.test.ts, with
  * processes of different settings and clock rates; its negative controls: the seal off, the old sit-out repair),
- * test/unit/coordinator/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
+ * test/unit/coordinator/nodes/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
  * script), test/fault/amnesia.test.ts (F19, F22), test/fault/settings-disagree.test.ts (F23),
  * test/fault/flushed-node.test.ts (F24), and the mutation table's rows 09, 10 and 19–23 (test/mutants/). The copy's
  * raise to the final floor: repair.test.ts, "the copy streams while the sources are read".
