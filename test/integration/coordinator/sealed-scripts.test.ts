@@ -19,6 +19,7 @@ import {
   nodeStateKeys,
   resourceKeyPattern,
   resourceKeys,
+  tokenKeyPattern,
 } from '../../../packages/coordinator/src/redlock/keys.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
@@ -210,5 +211,35 @@ describe('the settings, checked by the node on every call that records a promise
       ).then((r) => interpretReply('extend', r));
     expect(await extend(4)).toEqual({ kind: 'settings-mismatch', field: 'nodeCount', recorded: '3' });
     expect(await extend(3)).toEqual({ kind: 'extended', token: 40n });
+  });
+});
+
+describe('a fold that fails or meets a missing register loses nothing', () => {
+  it('fold-slot.lua skips a register that is gone and raises the floor before it deletes', async () => {
+    const ctx = await initializedNode();
+    const gone = resourceKeys(ctx.prefix, 'gone').token;
+    await redis.set(ctx.keys.token, '100');
+    const reply = interpretReply(
+      'fold-slot',
+      await runScript(redis, 'fold-slot', [ctx.node.incarnation, ctx.node.floor, ctx.keys.token, gone], [0]),
+    );
+    expect(reply).toEqual({ kind: 'folded', cursor: '0', folded: 1 });
+    expect(await redis.get(ctx.node.floor)).toBe('100');
+    expect(await redis.exists(ctx.keys.token)).toBe(0);
+  });
+
+  it('fold.lua that fails on a key of another type has deleted nothing', async () => {
+    const ctx = await initializedNode();
+    await redis.set(ctx.keys.token, '100');
+    await redis.hset(resourceKeys(ctx.prefix, 'odd').token, 'x', '1');
+    await expect(
+      runScript(
+        redis,
+        'fold',
+        [ctx.node.incarnation, ctx.node.floor, ctx.node.fold],
+        ['0', 1000, tokenKeyPattern(ctx.prefix), 0, 60_000],
+      ),
+    ).rejects.toThrow(/WRONGTYPE/);
+    expect(await redis.get(ctx.keys.token)).toBe('100');
   });
 });
