@@ -5,7 +5,7 @@ import {
   invalidValue,
   mergeOptions,
 } from '@fenced/shared';
-import { Kysely, PostgresDialect, type Driver } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { SCHEMA_NAME, SCHEMA_NAME_RULE } from '../options.js';
 import { registerStorePool } from './guard-driver.js';
@@ -93,31 +93,25 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
   pool.on('connect', (client) => {
     client.on('error', onConnectionError);
   });
-  const db = new Kysely<DB>({ dialect: new StoreDialect(pool) });
+  const db: Kysely<DB> = new StoreKysely<DB>(pool);
   registerStorePool(db, pool);
   return db;
 }
 
 /**
- * Kysely's PostgresDialect, except that `destroy()` always ends the pool: Kysely's driver ends it only when it
- * used it itself, and a pool only a `GuardedStore` used (its transactions run on a private instance over the
- * same pool) would stay open, keeping the process alive.
+ * A Kysely whose `destroy()` always ends its pool: Kysely ends a pool only when its own driver used it, and a pool
+ * only a `GuardedStore` used (its transactions run on a private instance over the same pool) would stay open and
+ * keep the process alive for pg's idle timeout.
  */
-class StoreDialect extends PostgresDialect {
+class StoreKysely<DB> extends Kysely<DB> {
   readonly #pool: pg.Pool;
   constructor(pool: pg.Pool) {
-    super({ pool });
+    super({ dialect: new PostgresDialect({ pool }) });
     this.#pool = pool;
   }
-  override createDriver(): Driver {
-    const driver = super.createDriver();
-    const pool = this.#pool;
-    const destroy = driver.destroy.bind(driver);
-    driver.destroy = async () => {
-      await destroy();
-      if (!pool.ended) await pool.end();
-    };
-    return driver;
+  override async destroy(): Promise<void> {
+    await super.destroy();
+    if (!this.#pool.ended) await this.#pool.end();
   }
 }
 
