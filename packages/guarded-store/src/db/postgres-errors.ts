@@ -321,11 +321,15 @@ function unreachableServer(error: unknown): string | undefined {
     ...new Set(
       parts.map((part: unknown) => {
         const { address, port, hostname } = part as { address?: unknown; port?: unknown; hostname?: unknown };
-        const host = typeof address === 'string' ? address : typeof hostname === 'string' ? hostname : '?';
+        const host =
+          typeof address === 'string' ? address : typeof hostname === 'string' ? hostname : undefined;
+        if (host === undefined) return undefined;
         return typeof port === 'number' ? `${host.includes(':') ? `[${host}]` : host}:${port}` : host;
       }),
     ),
-  ];
+  ].filter((endpoint) => endpoint !== undefined);
+  // Nothing says where: the generic message of ConnectionLostError is as good.
+  if (endpoints.length === 0) return undefined;
   const what =
     code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'the host name did not resolve' : 'nothing answered there';
   return (
