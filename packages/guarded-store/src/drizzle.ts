@@ -20,9 +20,13 @@ export interface DrizzleFenceOptions {
   opId?: string;
 }
 
-/** A Drizzle Postgres database or transaction: what runs one statement. */
+/**
+ * A Drizzle Postgres database or transaction: what runs one statement (`execute(sql…)`). Typed without drizzle's
+ * own types (`never`: any `execute` fits), so that these declarations load none of drizzle-orm's, whose
+ * declarations do not compile with `skipLibCheck: false`.
+ */
 export interface DrizzleExecutor {
-  execute(query: SQL): PromiseLike<unknown>;
+  execute(query: never): PromiseLike<unknown>;
 }
 
 /** A Drizzle Postgres database: what begins a transaction. */
@@ -74,7 +78,7 @@ export class DrizzleGuard {
   ): Promise<FenceOutcome> {
     const { query, fences } = this.#fence.query(target, options.opId);
     try {
-      return this.#fence.outcome(rowsOf(await tx.execute(drizzleSql(query))), options.opId);
+      return this.#fence.outcome(rowsOf(await execute(tx, drizzleSql(query))), options.opId);
     } catch (error) {
       throw this.#fence.mapError(error, fences);
     }
@@ -111,7 +115,7 @@ export class DrizzleGuard {
           const outcome = await this.fence(tx, target, options);
           if (outcome.replayed) throw new Replayed(outcome.result);
           const value = await fn(tx);
-          if (opId !== undefined) await tx.execute(drizzleSql(this.#fence.recordQuery(fences, opId, value)));
+          if (opId !== undefined) await execute(tx, drizzleSql(this.#fence.recordQuery(fences, opId, value)));
           return value;
         },
         { isolationLevel: this.#fence.isolationLevel },
@@ -121,6 +125,11 @@ export class DrizzleGuard {
       throw this.#fence.mapError(error, fences);
     }
   }
+}
+
+/** `tx.execute(query)`, for an executor typed without drizzle's types. */
+function execute(tx: DrizzleExecutor, query: SQL): PromiseLike<unknown> {
+  return (tx.execute as (this: DrizzleExecutor, q: SQL) => PromiseLike<unknown>).call(tx, query);
 }
 
 /** The statement as Drizzle SQL: its text with each `$n` a bound parameter. */

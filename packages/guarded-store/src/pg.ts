@@ -1,6 +1,5 @@
 // `@fenced/guarded-store/pg`: the guard for node-postgres. One statement fences the transaction a `pg` client is
 // in (the guard's SQL function, migrations/0005_create_fence_function.sql); `run` also begins and ends it.
-import type pg from 'pg';
 import { TransactionAbortedError } from './db/postgres-errors.js';
 import type { FenceTarget } from './fence.js';
 import type { JsonCompatible } from './json.js';
@@ -19,8 +18,23 @@ export interface PgFenceOptions {
   opId?: string;
 }
 
-/** What `pg` clients have in common (a `Client`, a `PoolClient`). */
-type Queryable = Pick<pg.ClientBase, 'query'>;
+/**
+ * What the guard uses of a node-postgres client (a `Client`, a `PoolClient`): structural, so that these
+ * declarations need neither pg's nor @types/pg's types.
+ */
+export interface PgQueryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; command: string }>;
+}
+
+/** A checked-out client of a pool (`PoolClient`): a client that goes back with `release`. */
+export interface PgPoolClientLike extends PgQueryable {
+  release(error?: Error | boolean): void;
+}
+
+/** A node-postgres `Pool`: what hands out clients. */
+export interface PgPoolLike<C extends PgPoolClientLike> {
+  connect(): Promise<C>;
+}
 
 /**
  * The guard for node-postgres transactions (DESIGN §4). Create one per process and configuration; it is safe to
@@ -67,14 +81,14 @@ export class PgGuard {
    * @throws StorageError subclasses for classified Postgres failures (lock timeout …).
    */
   async fence(
-    client: Queryable,
+    client: PgQueryable,
     target: FenceTarget | readonly FenceTarget[],
     options: PgFenceOptions = {},
   ): Promise<FenceOutcome> {
     const { query, fences } = this.#fence.query(target, options.opId);
     try {
-      const { rows } = await client.query<FenceRow>(query.text, [...query.values]);
-      return this.#fence.outcome(rows, options.opId);
+      const { rows } = await client.query(query.text, [...query.values]);
+      return this.#fence.outcome(rows as FenceRow[], options.opId);
     } catch (error) {
       throw this.#fence.mapError(error, fences);
     }
@@ -87,21 +101,21 @@ export class PgGuard {
    * @throws StaleTokenError fenced off; `fn` did not run, nothing was written.
    * @throws TransactionAbortedError a statement in `fn` failed and `fn` carried on: nothing was committed.
    */
-  run<T>(
-    pool: pg.Pool,
+  run<C extends PgPoolClientLike, T>(
+    pool: PgPoolLike<C>,
     target: FenceTarget | readonly FenceTarget[],
-    fn: (client: pg.PoolClient) => Promise<T>,
+    fn: (client: C) => Promise<T>,
   ): Promise<T>;
-  run<T>(
-    pool: pg.Pool,
+  run<C extends PgPoolClientLike, T>(
+    pool: PgPoolLike<C>,
     target: FenceTarget | readonly FenceTarget[],
-    fn: (client: pg.PoolClient) => Promise<T & JsonCompatible<T>>,
+    fn: (client: C) => Promise<T & JsonCompatible<T>>,
     options: PgFenceOptions,
   ): Promise<T>;
-  async run<T>(
-    pool: pg.Pool,
+  async run<C extends PgPoolClientLike, T>(
+    pool: PgPoolLike<C>,
     target: FenceTarget | readonly FenceTarget[],
-    fn: (client: pg.PoolClient) => Promise<T>,
+    fn: (client: C) => Promise<T>,
     options: PgFenceOptions = {},
   ): Promise<T> {
     // Validated and verified before a connection is taken.
