@@ -13,6 +13,7 @@ import {
   fencedErrorHandler as fastifyFencedErrorHandler,
   fencedWrites as fastifyFencedWrites,
   guardedWrite as fastifyGuardedWrite,
+  fencedPlugin,
 } from '@fenced/guarded-store/fastify';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
@@ -21,10 +22,11 @@ interface Db {
 }
 
 let f: StoreFixture<Db>;
-const FRAMEWORKS = ['express', 'fastify'] as const;
+const FRAMEWORKS = ['express', 'fastify', 'fastify-plugin'] as const;
 type Framework = (typeof FRAMEWORKS)[number];
 const servers = {} as Record<Framework, Parameters<typeof request>[0]>;
 let fastifyApp: FastifyInstance | undefined;
+let pluginApp: FastifyInstance | undefined;
 
 /** The route's write, the same under both frameworks. */
 async function writeItem(write: GuardedWrite<Db>, body: string) {
@@ -97,9 +99,34 @@ beforeAll(async () => {
   await fast.ready();
   fastifyApp = fast;
   servers.fastify = fast.server;
+
+  // The plugin: a scope of guarded routes, the preHandler and the error handler registered for it.
+  const plug = Fastify({ routerOptions: { maxParamLength: 1_000 } });
+  plug.setErrorHandler(fastifyFencedErrorHandler());
+  plug.put('/unwired/:id', (req, reply) => {
+    fastifyGuardedWrite(req);
+    void reply.send({});
+  });
+  plug.put('/funds/:id', () => {
+    throw insufficientFunds();
+  });
+  await plug.register(async (guarded) => {
+    await guarded.register(fencedPlugin, {
+      store: f.store,
+      resource: (req) => resourceOf((req.params as { id?: string }).id),
+    });
+    guarded.put('/items/:id', async (req) => {
+      const { body = '' } = (req.body ?? {}) as { body?: string };
+      return writeItem(fastifyGuardedWrite<Db>(req), body);
+    });
+  });
+  await plug.ready();
+  pluginApp = plug;
+  servers['fastify-plugin'] = plug.server;
 });
 afterAll(async () => {
   await fastifyApp?.close();
+  await pluginApp?.close();
   await f?.close();
 });
 
