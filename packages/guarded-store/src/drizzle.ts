@@ -26,11 +26,13 @@ export interface DrizzleFenceOptions {
  * declarations do not compile with `skipLibCheck: false`.
  */
 export interface DrizzleExecutor {
+  /** Runs one SQL statement. */
   execute(query: never): PromiseLike<unknown>;
 }
 
 /** A Drizzle Postgres database: what begins a transaction. */
 export interface DrizzleTransactional<TX extends DrizzleExecutor> {
+  /** Runs `fn` in a transaction: COMMIT when it resolves, ROLLBACK when it throws. */
   transaction<R>(
     fn: (tx: TX) => Promise<R>,
     config?: { isolationLevel?: 'read committed' | 'repeatable read' | 'serializable' },

@@ -18,7 +18,19 @@ import { storeHttpError } from './middleware/http-errors.js';
 export type { GuardedWrite } from './middleware/fenced-writes.js';
 export type { FencedErrorHandlerOptions } from './middleware/fenced-error-handler.js';
 
-/** Options of {@link fencedWrites} and {@link fencedPlugin}. */
+/**
+ * Options of {@link fencedPlugin}: {@link FastifyFencedWritesOptions} for a store over any database type (a
+ * plugin's options are not generic), and the error handler's.
+ */
+export interface FencedPluginOptions extends FencedErrorHandlerOptions {
+  /** The store the guarded writes run in. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a GuardedStore<DB> of any DB (invariant in DB)
+  store: GuardedStore<any>;
+  /** The resource the request writes. */
+  resource: (request: FastifyRequest) => string;
+}
+
+/** Options of {@link fencedWrites}. */
 export interface FastifyFencedWritesOptions<DB> {
   store: GuardedStore<DB>;
   /** The resource the request writes, e.g. `(req) => \`document:${(req.params as { id: string }).id}\``. */
@@ -135,13 +147,8 @@ function fastifyParsingType(error: unknown): string {
  * });
  * ```
  */
-export const fencedPlugin: FastifyPluginAsync<
-  FastifyFencedWritesOptions<unknown> & FencedErrorHandlerOptions
-> = Object.assign(
-  async (
-    scope: Parameters<FastifyPluginAsync>[0],
-    options: FastifyFencedWritesOptions<unknown> & FencedErrorHandlerOptions,
-  ) => {
+export const fencedPlugin: FastifyPluginAsync<FencedPluginOptions> = Object.assign(
+  async (scope: Parameters<FastifyPluginAsync>[0], options: FencedPluginOptions) => {
     const { logger, ...writeOptions } = options;
     scope.addHook('preHandler', fencedWrites(writeOptions));
     scope.setErrorHandler(fencedErrorHandler(logger === undefined ? {} : { logger }));

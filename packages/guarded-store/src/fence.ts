@@ -39,7 +39,9 @@ export type FenceTarget = FenceLike | FencedMultiLease;
 
 /** A validated fence, ready for the fence statement. */
 export interface NormalizedFence {
+  /** The resource, validated. */
   readonly resource: string;
+  /** The token, validated (1 … 2^63 − 1). */
   readonly token: bigint;
   /** sha256 of the lease id, or null without one. */
   readonly leaseIdHash: Buffer | null;

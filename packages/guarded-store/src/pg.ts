@@ -23,16 +23,19 @@ export interface PgFenceOptions {
  * declarations need neither pg's nor @types/pg's types.
  */
 export interface PgQueryable {
+  /** Runs one statement with positional parameters. */
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; command: string }>;
 }
 
 /** A checked-out client of a pool (`PoolClient`): a client that goes back with `release`. */
 export interface PgPoolClientLike extends PgQueryable {
+  /** Gives the client back to its pool (with an error: destroys it). */
   release(error?: Error | boolean): void;
 }
 
 /** A node-postgres `Pool`: what hands out clients. */
 export interface PgPoolLike<C extends PgPoolClientLike> {
+  /** Checks a client out. */
   connect(): Promise<C>;
 }
 

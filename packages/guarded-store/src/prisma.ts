@@ -16,11 +16,13 @@ export interface PrismaFenceOptions {
 
 /** A Prisma interactive-transaction client (or a client): what runs one raw statement. */
 export interface PrismaRawExecutor {
+  /** Runs one raw statement with positional parameters and returns its rows. */
   $queryRawUnsafe<R = unknown>(query: string, ...values: unknown[]): PromiseLike<R>;
 }
 
 /** A Prisma client: what begins an interactive transaction. */
 export interface PrismaTransactional<TX extends PrismaRawExecutor> {
+  /** An interactive transaction: COMMIT when `fn` resolves, ROLLBACK when it throws. */
   $transaction<R>(
     fn: (tx: TX) => Promise<R>,
     options?: { isolationLevel?: 'ReadCommitted' | 'RepeatableRead' | 'Serializable'; timeout?: number },

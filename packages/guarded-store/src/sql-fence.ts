@@ -35,8 +35,16 @@ export interface FenceOutcome {
 
 /** The row the fence statement returns. */
 export interface FenceRow {
+  /** Whether an operation with the statement's id had committed (false without an operation id). */
   replayed: boolean | null;
+  /** Its recorded result, JSON text (null when none). */
   result: string | null;
+}
+
+/** What the error mapping reads of a fence: whether it named a lease. */
+interface FenceLike {
+  readonly resource: string;
+  readonly leaseIdHash: unknown;
 }
 
 /**
@@ -150,7 +158,7 @@ select f.replayed, f.result::text as result
    * errors).
    */
   mapError(error: unknown, fences?: readonly NormalizedFence[], duringCommit = false): unknown {
-    const stale = staleTokenErrorOf(error, fences);
+    const stale = staleTokenErrorFor(error, fences);
     if (stale !== undefined) return stale;
     for (const e of causes(error)) {
       if (e instanceof FencedError) return e;
@@ -174,9 +182,14 @@ interface StaleDetail {
  * (ORMs wrap driver errors), from its DETAIL (JSON) or, where a driver drops the DETAIL, its message; else
  * `undefined`.
  */
-export function staleTokenErrorOf(
+export function staleTokenErrorOf(error: unknown): StaleTokenError | undefined {
+  return staleTokenErrorFor(error, undefined);
+}
+
+/** {@link staleTokenErrorOf}, knowing the fences sent (whether they named a lease, where only the message says). */
+function staleTokenErrorFor(
   error: unknown,
-  fences?: readonly NormalizedFence[],
+  fences: readonly FenceLike[] | undefined,
 ): StaleTokenError | undefined {
   for (const e of causes(error)) {
     if (e instanceof StaleTokenError) return e;
@@ -226,7 +239,7 @@ function parseDetail(detail: string): StaleTokenError | undefined {
 const STALE_MESSAGE = /stale fencing token for resource ("(?:[^"\\]|\\.)*"): presented (\d+), current (\d+)/;
 const EQUAL_MESSAGE = /fencing token (\d+) for resource ("(?:[^"\\]|\\.)*") equals the fence/;
 
-function parseMessage(message: string, fences?: readonly NormalizedFence[]): StaleTokenError | undefined {
+function parseMessage(message: string, fences?: readonly FenceLike[]): StaleTokenError | undefined {
   const named = (resource: string) => {
     const fence = fences?.find((f) => f.resource === resource);
     return fence === undefined ? {} : { namedLease: fence.leaseIdHash !== null };

@@ -12,8 +12,11 @@ export interface FencedRequest {
 export interface FencedResponse {
   readonly headersSent: boolean;
   readonly locals: Record<string, unknown>;
+  /** Sets the status code. */
   status(code: number): FencedResponse;
+  /** Sets response headers. */
   set(headers: Record<string, string>): FencedResponse;
+  /** Sends `body` as JSON. */
   json(body: unknown): unknown;
 }
 
