@@ -107,6 +107,20 @@ module.exports = {
       to: { path: ['^packages/(?!shared/)', 'node_modules/@fenced/'] },
     },
     {
+      name: 'guard-entry-reaches-optional-peers',
+      severity: 'error',
+      comment:
+        "The guarded store's main entry loads none of its optional peers (Drizzle, Prisma, fastify, express) nor the adapters' entries: each adapter is its own subpath (@fenced/guarded-store/pg, /drizzle, /prisma, /express, /fastify), loaded only by who imports it.",
+      from: { path: '^packages/guarded-store/src/index\\.ts$' },
+      to: {
+        path: [
+          'node_modules/(drizzle-orm|@prisma|prisma|fastify|@fastify|express|@types/express)/',
+          '^packages/guarded-store/src/(pg|drizzle|prisma|fastify|express)\\.ts$',
+        ],
+        reachable: true,
+      },
+    },
+    {
       name: 'guard-reaches-coordinator',
       severity: 'error',
       comment:

@@ -16,7 +16,7 @@
 //   contains none of the service's dependencies (fastify, pino, prom-client, zod) and no @types/* package; its
 //   package count and size are printed, and its `fenced-coordinator serve` says how to install @fenced/service;
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
-//   ESM and from CommonJS, compiles; and so does one with `moduleResolution: node10` (older TypeScript setups,
+//   ESM and from CommonJS, compiles, in a project without @types/express (and without express); and so does one with `moduleResolution: node10` (older TypeScript setups,
 //   which read `types` and `typesVersions`, not `exports`) importing every entry of shared, coordinator and
 //   guarded-store;
 // - every runnable code block of the READMEs (```js runnable, ```ts runnable; CONTRIBUTING.md) runs in the scratch
@@ -46,6 +46,12 @@ const ENTRIES: readonly { specifier: string; library: boolean }[] = [
   { specifier: '@fenced/coordinator/client', library: true },
   { specifier: '@fenced/service', library: false },
   { specifier: '@fenced/guarded-store', library: true },
+  { specifier: '@fenced/guarded-store/pg', library: true },
+  { specifier: '@fenced/guarded-store/drizzle', library: true },
+  { specifier: '@fenced/guarded-store/prisma', library: true },
+  // The write middleware's entries: their types are structural, and neither loads its framework.
+  { specifier: '@fenced/guarded-store/express', library: true },
+  { specifier: '@fenced/guarded-store/fastify', library: true },
   { specifier: '@fenced/redlock', library: true },
 ];
 const HTTP_STACK = ['express', 'fastify', 'pino', 'prom-client', 'zod'];
@@ -238,10 +244,15 @@ try {
     }
   }
 
-  // The scratch project: the tarballs plus what a TypeScript user has anyway (@types/express is an optional peer
-  // of guarded-store: a TypeScript user of its express middleware installs it, as with express itself).
+  // The scratch project: the tarballs plus what a TypeScript user has anyway, and drizzle-orm (the optional peer
+  // that @fenced/guarded-store/drizzle loads). Not @types/express: nothing of guarded-store, its express entry
+  // included, may need it (a library-only project with skipLibCheck: false failed on it, issue 35).
   const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Manifest;
-  const devVersion = (name: string): string => rootManifest.devDependencies?.[name] ?? 'latest';
+  const storeManifest = JSON.parse(
+    readFileSync(join(root, 'packages/guarded-store/package.json'), 'utf8'),
+  ) as Manifest;
+  const devVersion = (name: string): string =>
+    rootManifest.devDependencies?.[name] ?? storeManifest.devDependencies?.[name] ?? 'latest';
   const project = join(scratch, 'consumer');
   run('mkdir', ['-p', project], scratch);
   writeFileSync(
@@ -254,11 +265,23 @@ try {
       ...tarballs,
       `typescript@${devVersion('typescript')}`,
       `@types/node@${devVersion('@types/node')}`,
-      `@types/express@${devVersion('@types/express')}`,
+      `drizzle-orm@${devVersion('drizzle-orm')}`,
       `tsx@${devVersion('tsx')}`,
     ],
     project,
   );
+  for (const absent of ['@types/express', 'express']) {
+    let present = true;
+    try {
+      statSync(join(project, 'node_modules', absent, 'package.json'));
+    } catch {
+      present = false;
+    }
+    if (present)
+      fail(
+        `the scratch project has ${absent}: the strict consumer below would not show that nothing needs it`,
+      );
+  }
 
   // A module-resolution hook records every module resolved through the ESM loader; require.cache shows the
   // CommonJS ones. Together: every package a `require` or an `import` of an entry loaded.
@@ -382,6 +405,11 @@ register('./record-hooks.mjs', import.meta.url);
 import { CoordinatorClient, type ClientLease } from '@fenced/coordinator/client';
 import { createApp, loadConfig, startServer, type ServiceConfig } from '@fenced/service';
 import { GuardedStore, createDatabase, fencedWrites, migrate, type GuardedStoreOptions } from '@fenced/guarded-store';
+import { fencedErrorHandler, guardedWrite } from '@fenced/guarded-store/express';
+import { fencedPlugin } from '@fenced/guarded-store/fastify';
+import { PgGuard } from '@fenced/guarded-store/pg';
+import { DrizzleGuard } from '@fenced/guarded-store/drizzle';
+import { PrismaGuard } from '@fenced/guarded-store/prisma';
 import { StaleTokenError, formatToken, toHttpError, type FencedLease } from '@fenced/shared';
 
 const options: CoordinatorOptions = { nodes: ['redis://127.0.0.1:6379'], ...DEFAULT_COORDINATOR_OPTIONS };
@@ -393,7 +421,9 @@ export async function use(lease: Lease, clientLease: ClientLease, config: Servic
   const middleware = fencedWrites({ store, resource: (req) => String(req.params['id']) });
   const app = createApp({ coordinator: new Coordinator(options) });
   const client = new CoordinatorClient({ baseUrl: 'http://127.0.0.1:8080' });
+  const guards = [new PgGuard(storeOptions), new DrizzleGuard(storeOptions), new PrismaGuard(storeOptions)];
   void [middleware, app, client, startServer, loadConfig, config, toHttpError(new StaleTokenError('r', 1n, 2n))];
+  void [fencedErrorHandler, guardedWrite, fencedPlugin, guards];
   return formatToken(fenced.token) + formatToken(clientLease.token);
 }
 `,

@@ -30,6 +30,19 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Optional: psycopg 3 for Debian's python3, which the Python worker example's test runs with
+# (test/integration/guarded-store/python-worker.test.ts skips itself, saying so, where it is missing).
+if [ -x /usr/bin/python3 ] && command -v apt-get >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import psycopg' >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "installing: python3-psycopg"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-psycopg >/dev/null; } ||
+      echo "note: python3-psycopg could not be installed; the Python worker test will be skipped" >&2
+  else
+    echo "note: python3-psycopg is not installed (run this script as root to install it); the Python worker test will be skipped" >&2
+  fi
+fi
+
 if [ -f package-lock.json ]; then
   if node scripts/node-modules-current.mjs; then
     echo "skipping npm ci"

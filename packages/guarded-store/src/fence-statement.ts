@@ -23,10 +23,12 @@
 // before a StaleTokenError.
 //
 // Several fences: one `insert … select … from (values …) order by` upsert (rows locked in the sorted order, no
-// deadlock), decided as (2). Over a Kysely the store did not create: the same upsert with bound parameters.
+// deadlock), decided as (2). Over a Kysely the store did not create, and for every other client: the guard's SQL
+// function `fence(…)` (migrations/0005_create_fence_function.sql, called through sql-fence.ts), which runs these
+// same two steps per resource, in the same order; test/integration/guarded-store/fence-paths.test.ts runs one
+// table of cases through every path.
 import { createHash } from 'node:crypto';
 import { formatToken } from '@fenced/shared';
-import { sql, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import type { StoreStatement } from './db/guard-driver.js';
 import type { NormalizedFence } from './fence.js';
@@ -158,41 +160,6 @@ function literalList(f: NormalizedFence): [resource: string, token: string, leas
     `${digits(formatToken(f.token))}::bigint`,
     `${byteaLiteral(f.leaseIdHash)}::bytea`,
   ];
-}
-
-/**
- * The fence statement with bound parameters, for a Kysely instance the store did not create (BEGIN went out
- * on its own already). The settings come first, in the same statement: a materialized CTE of `set_config`
- * calls that the insert reads its rows from, so they apply before the first row is inserted.
- */
-export function parameterizedFenceStatement(
-  schema: string,
-  fences: readonly NormalizedFence[],
-  settings: GuardSettings,
-): RawBuilder<{ resource: string }> {
-  const table = sql.id(schema, 'fence');
-  const guardSettings = sql`with guard_settings as materialized (
-    select set_config('lock_timeout', ${String(settings.lockTimeoutMs)}, true),
-           set_config('idle_in_transaction_session_timeout', ${String(settings.idleInTransactionTimeoutMs)}, true),
-           set_config('synchronous_commit', 'on', true)
-  )`;
-  const upsert = sql.raw(UPSERT);
-  if (fences.length === 1) {
-    const f = fences[0]!;
-    return sql<{ resource: string }>`${guardSettings}
-      insert into ${table} as f (resource, token, lease_id_hash)
-      select ${f.resource}::text, ${formatToken(f.token)}::bigint, ${f.leaseIdHash}::bytea from guard_settings
-      ${upsert}`;
-  }
-  const rows = fences.map(
-    (f, i) => sql`(${f.resource}::text, ${formatToken(f.token)}::bigint, ${f.leaseIdHash}::bytea, ${i}::int)`,
-  );
-  return sql<{ resource: string }>`${guardSettings}
-    insert into ${table} as f (resource, token, lease_id_hash)
-    select v.resource, v.token, v.lease_id_hash
-      from guard_settings cross join (values ${sql.join(rows)}) as v (resource, token, lease_id_hash, ord)
-     order by v.ord
-    ${upsert}`;
 }
 
 const DIGITS = /^[0-9]{1,19}$/;

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import {
   InvalidRequestError,
+  LeaseLostError,
   assertToken,
   validateResourceName,
   type FencedLease,
@@ -38,7 +39,9 @@ export type FenceTarget = FenceLike | FencedMultiLease;
 
 /** A validated fence, ready for the fence statement. */
 export interface NormalizedFence {
+  /** The resource, validated. */
   readonly resource: string;
+  /** The token, validated (1 … 2^63 − 1). */
   readonly token: bigint;
   /** sha256 of the lease id, or null without one. */
   readonly leaseIdHash: Buffer | null;
@@ -57,6 +60,7 @@ const MAX_LEASE_ID_BYTES = 1024;
 export function normalizeFences(target: FenceTarget | readonly FenceTarget[]): NormalizedFence[] {
   const list: readonly FenceTarget[] = isFenceList(target) ? target : [target];
   if (list.length === 0) throw new InvalidRequestError('a guarded transaction needs at least one fence');
+  for (const fence of list) assertNotReleased(fence);
   const fences = list.flatMap(expandMultiLease).map(normalizeFence);
   fences.sort((a, b) => Buffer.compare(Buffer.from(a.resource, 'utf8'), Buffer.from(b.resource, 'utf8')));
   for (let i = 1; i < fences.length; i++) {
@@ -65,6 +69,35 @@ export function normalizeFences(target: FenceTarget | readonly FenceTarget[]): N
     }
   }
   return fences;
+}
+
+/**
+ * A lease its holder released writes nothing more: refused at once, before any statement, even when no later
+ * lease has written yet (the fence alone would still admit it). A lease is known released when it says so
+ * (`released: true`, the HTTP client's leases) or, for a coordinator lease, when `remainingMs()` reports exactly
+ * 0 while its `signal` has not aborted: a coordinator lease reports 0 only once it is released or lost, and
+ * aborts its signal when lost (a held lease past its validity reports a negative number).
+ * @throws LeaseLostError naming the resource.
+ */
+function assertNotReleased(fence: FenceTarget): void {
+  if (typeof fence !== 'object' || fence === null) return;
+  const { released, remainingMs, signal } = fence as {
+    released?: unknown;
+    remainingMs?: unknown;
+    signal?: unknown;
+  };
+  const coordinatorReleased =
+    typeof remainingMs === 'function' &&
+    signal instanceof AbortSignal &&
+    !signal.aborted &&
+    (remainingMs as () => unknown).call(fence) === 0;
+  if (released === true || coordinatorReleased) {
+    const resource = 'resources' in fence ? String(fence.resources[0]) : String(fence.resource);
+    throw new LeaseLostError(
+      resource,
+      `the lease on ${JSON.stringify(resource)} was released: a released lease writes nothing more; acquire a new one`,
+    );
+  }
 }
 
 function isFenceList(target: FenceTarget | readonly FenceTarget[]): target is readonly FenceTarget[] {
@@ -127,6 +160,15 @@ export function hashLeaseId(leaseId: unknown): Buffer {
   }
   // One-shot: no Hash object (a native handle the collector must finalize) per guarded transaction.
   return hash('sha256', leaseId, 'buffer');
+}
+
+/**
+ * The lease digest the guard's SQL function `fence(resource, token, lease_hash)` takes: sha256 of the lease id,
+ * 64 lower-case hex digits. Pass the lease id itself (`lease.id`), never log it.
+ * @throws InvalidRequestError for a lease id that is not a string of 1 to 1024 bytes.
+ */
+export function leaseIdHash(leaseId: string): string {
+  return hashLeaseId(leaseId).toString('hex');
 }
 
 const OP_ID = /^[\x21-\x7e]{1,255}$/;

@@ -9,14 +9,15 @@ import {
   formatToken,
   validateResourceName,
 } from '@fenced/shared';
-import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
 import { guardTransactionDatabase, storeStatement } from './db/guard-driver.js';
 import { classifyPostgresError, MigrationMissingError, SqlState, sqlstateOf } from './db/postgres-errors.js';
 import { normalizeFences, validateOpId, type FenceTarget, type NormalizedFence } from './fence.js';
-import { LiteralFenceStatements, parameterizedFenceStatement } from './fence-statement.js';
+import { LiteralFenceStatements } from './fence-statement.js';
 import type { JsonCompatible, JsonValue } from './json.js';
 import { migrate, type MigrationReport } from './migrate.js';
 import { ProofVerifier } from './proof-verifier.js';
+import { SqlFence, type FenceOutcome, type FenceRow } from './sql-fence.js';
 import {
   resolveGuardedStoreOptions,
   type GuardedStoreOptions,
@@ -124,6 +125,8 @@ export class GuardedStore<DB> {
   readonly #transactionDb: Kysely<DB>;
   /** The fence statements for `#transactionDb` when it is the private instance (all literals), else undefined. */
   readonly #literalFences: LiteralFenceStatements | undefined;
+  /** Otherwise, the guard's SQL function (the one every other client calls). */
+  readonly #sqlFence: SqlFence | undefined;
   readonly #fenceTable;
   readonly #operationTable;
   readonly #resetTable;
@@ -139,6 +142,10 @@ export class GuardedStore<DB> {
     this.#transactionDb = own ?? db;
     this.#literalFences =
       own === undefined ? undefined : new LiteralFenceStatements(this.options.schema, this.options);
+    const { schema, lockTimeoutMs, idleInTransactionTimeoutMs } = this.options;
+    // Proofs are verified by the store itself, before the transaction.
+    this.#sqlFence =
+      own === undefined ? new SqlFence({ schema, lockTimeoutMs, idleInTransactionTimeoutMs }) : undefined;
     this.#fenceTable = sql.id(this.options.schema, 'fence');
     this.#operationTable = sql.id(this.options.schema, 'fence_operation');
     this.#resetTable = sql.id(this.options.schema, 'fence_reset');
@@ -216,6 +223,14 @@ export class GuardedStore<DB> {
     // Before BEGIN: a forged or misplaced token must not even lock the fence row (DESIGN §4b).
     if (this.#verifier !== undefined) for (const f of fences) this.#verifier.verify(f);
     return this.#transaction('read write', async (trx) => {
+      if (this.#sqlFence !== undefined) {
+        // The SQL function decides, replays included (it looks for the operation after its fence).
+        const outcome = await this.#fenceByFunction(this.#sqlFence, trx, fences, opId);
+        if (outcome.replayed) return { rollback: true, value: outcome.result as T };
+        const value = await fn(trx);
+        if (opId !== undefined) await this.#recordOperation(trx, fences, opId, value);
+        return { rollback: false, value };
+      }
       const raised = await this.#raiseFences(trx, fences);
       if (raised.size < fences.length) {
         // A retry whose first attempt committed before a successor fenced in still gets its answer.
@@ -378,12 +393,8 @@ export class GuardedStore<DB> {
    * @returns the resources whose fence was raised (or re-entered by the same lease).
    */
   async #raiseFences(trx: Transaction<DB>, fences: readonly NormalizedFence[]): Promise<Set<string>> {
-    const literal = this.#literalFences;
+    const literal = this.#literalFences!;
     const raised = await this.#ownStatement(async () => {
-      if (literal === undefined) {
-        return (await parameterizedFenceStatement(this.options.schema, fences, this.options).execute(trx))
-          .rows;
-      }
       const result = await trx.executeQuery(storeStatement<{ resource: string }>(literal.statement(fences)));
       if (fences.length !== 1) return result.rows;
       // One fence: an UPDATE without RETURNING, whose command tag counts the row it raised.
@@ -397,6 +408,28 @@ export class GuardedStore<DB> {
   }
 
   /**
+   * The fence over a Kysely the store did not create: one statement calling the guard's SQL function
+   * (migrations/0005_create_fence_function.sql), with the transaction's settings first. A stale token is the
+   * function's FN001, turned into `StaleTokenError`; the transaction is aborted and rolled back.
+   */
+  async #fenceByFunction(
+    fence: SqlFence,
+    trx: Transaction<DB>,
+    fences: readonly NormalizedFence[],
+    opId: string | undefined,
+  ): Promise<FenceOutcome> {
+    const { text, values } = fence.queryOf(fences, opId);
+    try {
+      const { rows } = await this.#ownStatement(() =>
+        trx.executeQuery(CompiledQuery.raw(text, [...values]) as CompiledQuery<FenceRow>),
+      );
+      return fence.outcome(rows, opId);
+    } catch (error) {
+      throw fence.mapError(error, fences);
+    }
+  }
+
+  /**
    * Runs one of the store's own statements (never the caller's): a missing table there means the migrations
    * did not run in this schema, and the error says so instead of `relation "…fence" does not exist`.
    */
@@ -404,7 +437,12 @@ export class GuardedStore<DB> {
     try {
       return await statement();
     } catch (error) {
-      if (sqlstateOf(error) === SqlState.UNDEFINED_TABLE) {
+      const sqlstate = sqlstateOf(error);
+      if (
+        sqlstate === SqlState.UNDEFINED_TABLE ||
+        sqlstate === SqlState.UNDEFINED_FUNCTION ||
+        sqlstate === SqlState.INVALID_SCHEMA_NAME
+      ) {
         throw new MigrationMissingError(this.options.schema, { cause: error });
       }
       throw error;

@@ -30,6 +30,12 @@ export {
 } from './db/postgres-errors.js';
 export { migrate, runSqlMigrations, STORE_MIGRATIONS_FOLDER } from './migrate.js';
 export type { MigrateOptions, MigrationReport, SqlMigrationSet } from './migrate.js';
+export { STALE_TOKEN_SQLSTATE, SqlFence, staleTokenErrorOf } from './sql-fence.js';
+export type { SqlFenceOptions, FenceQuery, FenceOutcome, FenceRow } from './sql-fence.js';
+export type { NormalizedFence } from './fence.js';
+export { leaseIdHash } from './fence.js';
+// The express middleware, also at '@fenced/guarded-store/express' (its home). Its types are structural: nothing
+// here needs express or @types/express installed.
 export { fencedWrites, guardedWrite } from './middleware/fenced-writes.js';
 export type { FencedWritesOptions, GuardedWrite } from './middleware/fenced-writes.js';
 export { fencedErrorHandler } from './middleware/fenced-error-handler.js';

@@ -22,7 +22,7 @@ export interface GuardedStoreOptions {
   schema?: string;
   /**
    * `lock_timeout` of a guarded transaction: how long any lock wait in it, the fence row first, may last before
-   * it fails with {@link LockTimeoutError}. Trade-off: a successor waits behind a stalled holder for at most
+   * it fails with {@link @fenced/guarded-store!index.LockTimeoutError | LockTimeoutError}. Trade-off: a successor waits behind a stalled holder for at most
    * this long; keep it above `idleInTransactionTimeoutMs` so the stalled holder is cut off first. 0 waits forever.
    * @defaultValue 10_000
    */
@@ -38,7 +38,7 @@ export interface GuardedStoreOptions {
   /**
    * Isolation level of guarded transactions. READ COMMITTED is enough for G1–G4: the fence row lock orders
    * the guarded transactions of a resource. Stricter levels turn a fence race into a retryable
-   * {@link SerializationFailureError} instead of a re-check.
+   * {@link @fenced/guarded-store!index.SerializationFailureError | SerializationFailureError} instead of a re-check.
    * @defaultValue 'read committed'
    */
   isolationLevel?: GuardIsolationLevel;

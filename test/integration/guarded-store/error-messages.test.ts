@@ -1,7 +1,14 @@
 import { StaleTokenError } from '@fenced/shared';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GuardedStore, MigrationMissingError, createDatabase } from '@fenced/guarded-store';
+import {
+  ConnectionLostError,
+  GuardedStore,
+  MigrationMissingError,
+  createDatabase,
+} from '@fenced/guarded-store';
+import { freePort } from '@fenced/test-utils/free-port';
+import { storePoolOf } from '../../../packages/guarded-store/src/db/guard-driver.js';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 import { createTestSchema, type TestSchema } from '@fenced/test-utils/postgres';
 
@@ -88,5 +95,48 @@ describe('guarded store errors say what happened and what to do', () => {
     expect((error as Error).message).toContain(
       `fencing token 7 for resource ${JSON.stringify(resource)} equals the fence, which another lease`,
     );
+  });
+});
+
+describe('a Postgres that cannot be reached', () => {
+  it('gives ConnectionLostError naming the host and port it tried', async () => {
+    const port = await freePort(); // nothing listens there
+    const db = createDatabase<unknown>({
+      connectionString: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    });
+    try {
+      const error = await new GuardedStore(db)
+        .run({ resource: 'r', token: 1n }, () => Promise.resolve())
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectionLostError);
+      expect((error as Error).message).toContain(
+        `could not connect to Postgres at 127.0.0.1:${port} (ECONNREFUSED`,
+      );
+      expect((error as ConnectionLostError).retryable).toBe(true);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
+
+describe('createDatabase', () => {
+  it('closes its pool on destroy() also when only a GuardedStore used it', async () => {
+    const fixture = await createStoreFixture();
+    const db = createDatabase<unknown>({
+      connectionString: fixture.server.url,
+      searchPath: fixture.schema.schema,
+    });
+    try {
+      const store = new GuardedStore(db, { schema: fixture.schema.schema });
+      await store.run({ resource: unique('r'), token: 1n }, () => Promise.resolve());
+      const pool = storePoolOf(db)!;
+      expect(pool.totalCount).toBeGreaterThan(0);
+      await db.destroy();
+      expect(pool.ended).toBe(true);
+      expect(pool.totalCount).toBe(0);
+    } finally {
+      await db.destroy();
+      await fixture.close();
+    }
   });
 });

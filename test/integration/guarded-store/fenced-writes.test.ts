@@ -1,8 +1,20 @@
 import { FENCING_LEASE_ID_HEADER, FENCING_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER } from '@fenced/shared';
 import express, { type Express } from 'express';
+import Fastify, { type FastifyInstance } from 'fastify';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fencedErrorHandler, fencedWrites, guardedWrite } from '@fenced/guarded-store';
+import {
+  fencedErrorHandler as expressFencedErrorHandler,
+  fencedWrites as expressFencedWrites,
+  guardedWrite as expressGuardedWrite,
+  type GuardedWrite,
+} from '@fenced/guarded-store/express';
+import {
+  fencedErrorHandler as fastifyFencedErrorHandler,
+  fencedWrites as fastifyFencedWrites,
+  guardedWrite as fastifyGuardedWrite,
+  fencedPlugin,
+} from '@fenced/guarded-store/fastify';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
 interface Db {
@@ -10,42 +22,111 @@ interface Db {
 }
 
 let f: StoreFixture<Db>;
-let app: Express;
+const FRAMEWORKS = ['express', 'fastify', 'fastify-plugin'] as const;
+type Framework = (typeof FRAMEWORKS)[number];
+const servers = {} as Record<Framework, Parameters<typeof request>[0]>;
+let fastifyApp: FastifyInstance | undefined;
+let pluginApp: FastifyInstance | undefined;
+
+/** The route's write, the same under both frameworks. */
+async function writeItem(write: GuardedWrite<Db>, body: string) {
+  return write.run(async (trx) => {
+    await trx
+      .insertInto('item_write')
+      .values({ item: write.resource, token: write.token.toString(), body })
+      .execute();
+    return { item: write.resource, token: write.token.toString(), body };
+  });
+}
+
+function resourceOf(id: string | undefined): string {
+  if (id === 'explode') throw new Error('secret internals');
+  return `item:${String(id)}`;
+}
+
+/** An application's own HTTP error: not the guard's to answer. */
+function insufficientFunds(): Error {
+  return Object.assign(new Error('insufficient funds'), { status: 422, statusCode: 422, expose: true });
+}
 
 beforeAll(async () => {
   f = await createStoreFixture<Db>();
   await f.sql('create table item_write (item text not null, token bigint not null, body text not null)');
-  app = express();
+
+  const app: Express = express();
   app.use(express.json());
   app.put(
     '/items/:id',
-    fencedWrites({
-      store: f.store,
-      resource: (req) => {
-        if (req.params.id === 'explode') throw new Error('secret internals');
-        return `item:${String(req.params.id)}`;
-      },
-    }),
+    expressFencedWrites({ store: f.store, resource: (req) => resourceOf(req.params.id) }),
     async (req, res) => {
-      const write = guardedWrite<Db>(res);
       const { body = '' } = req.body as { body?: string };
-      const result = await write.run(async (trx) => {
-        await trx
-          .insertInto('item_write')
-          .values({ item: write.resource, token: write.token.toString(), body })
-          .execute();
-        return { item: write.resource, token: write.token.toString(), body };
-      });
-      res.json(result);
+      res.json(await writeItem(expressGuardedWrite<Db>(res), body));
     },
   );
   app.put('/unwired/:id', (_req, res) => {
-    guardedWrite(res);
+    expressGuardedWrite(res);
     res.json({});
   });
-  app.use(fencedErrorHandler());
+  app.put('/funds/:id', () => {
+    throw insufficientFunds();
+  });
+  app.use(expressFencedErrorHandler());
+  servers.express = app;
+
+  // Long enough parameters for the resource-name test (fastify's router refuses those over 100 with 414).
+  const fast = Fastify({ routerOptions: { maxParamLength: 1_000 } });
+  fast.setErrorHandler(fastifyFencedErrorHandler());
+  fast.put(
+    '/items/:id',
+    {
+      preHandler: fastifyFencedWrites({
+        store: f.store,
+        resource: (req) => resourceOf((req.params as { id?: string }).id),
+      }),
+    },
+    async (req) => {
+      const { body = '' } = (req.body ?? {}) as { body?: string };
+      return writeItem(fastifyGuardedWrite<Db>(req), body);
+    },
+  );
+  fast.put('/unwired/:id', (req, reply) => {
+    fastifyGuardedWrite(req);
+    void reply.send({});
+  });
+  fast.put('/funds/:id', () => {
+    throw insufficientFunds();
+  });
+  await fast.ready();
+  fastifyApp = fast;
+  servers.fastify = fast.server;
+
+  // The plugin: a scope of guarded routes, the preHandler and the error handler registered for it.
+  const plug = Fastify({ routerOptions: { maxParamLength: 1_000 } });
+  plug.setErrorHandler(fastifyFencedErrorHandler());
+  plug.put('/unwired/:id', (req, reply) => {
+    fastifyGuardedWrite(req);
+    void reply.send({});
+  });
+  plug.put('/funds/:id', () => {
+    throw insufficientFunds();
+  });
+  await plug.register(async (guarded) => {
+    await guarded.register(fencedPlugin, {
+      store: f.store,
+      resource: (req) => resourceOf((req.params as { id?: string }).id),
+    });
+    guarded.put('/items/:id', async (req) => {
+      const { body = '' } = (req.body ?? {}) as { body?: string };
+      return writeItem(fastifyGuardedWrite<Db>(req), body);
+    });
+  });
+  await plug.ready();
+  pluginApp = plug;
+  servers['fastify-plugin'] = plug.server;
 });
 afterAll(async () => {
+  await fastifyApp?.close();
+  await pluginApp?.close();
   await f?.close();
 });
 
@@ -56,17 +137,16 @@ async function writesTo(id: string): Promise<number> {
   return row?.n ?? -1;
 }
 
-function put(id: string) {
-  return request(app)
-    .put(`/items/${encodeURIComponent(id)}`)
-    .set('content-type', 'application/json');
-}
-
 function expectErrorBody(body: unknown, code: string): void {
   expect(body).toEqual({ error: { code, message: expect.any(String) as unknown } });
 }
 
-describe('fencedWrites', () => {
+describe.each(FRAMEWORKS)('guarded writes over %s', (framework) => {
+  const put = (id: string) =>
+    request(servers[framework])
+      .put(`/items/${encodeURIComponent(id)}`)
+      .set('content-type', 'application/json');
+
   it('runs the route’s write in the guarded transaction and answers 200', async () => {
     const id = unique('ok');
     const res = await put(id).set(FENCING_TOKEN_HEADER, '42').send({ body: 'hello' });
@@ -203,8 +283,14 @@ describe('fencedWrites', () => {
   });
 
   it('answers 500 when a route asks for its guarded write without the middleware', async () => {
-    const res = await request(app).put('/unwired/x').send({});
+    const res = await request(servers[framework]).put('/unwired/x').send({});
     expect(res.status).toBe(500);
     expectErrorBody(res.body, 'INTERNAL');
+  });
+
+  it('passes an application error with its own status on untouched: a 422 stays a 422', async () => {
+    const res = await request(servers[framework]).put('/funds/x').send({});
+    expect(res.status).toBe(422);
+    expect(JSON.stringify(res.body)).not.toContain('INVALID_REQUEST');
   });
 });

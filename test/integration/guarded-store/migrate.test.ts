@@ -49,6 +49,7 @@ const STORE_MIGRATIONS = [
   '0002_create_fence_operation',
   '0003_create_fence_reset',
   '0004_drop_fence_checks',
+  '0005_create_fence_function',
 ];
 
 describe('migrate', () => {

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { InvalidProofError, StaleTokenError } from '@fenced/shared';
+import { InvalidProofError, LeaseLostError, StaleTokenError, type FencedMultiLease } from '@fenced/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coordinator, type MultiLease } from '@fenced/coordinator';
+import { Coordinator } from '@fenced/coordinator';
 import type { GuardedStore } from '@fenced/guarded-store';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
@@ -35,7 +35,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-function write(lease: MultiLease, body: string): Promise<void> {
+function write(lease: FencedMultiLease, body: string): Promise<void> {
   return store.run(lease, async (trx) => {
     for (const resource of lease.resources) await trx.insertInto('note').values({ resource, body }).execute();
   });
@@ -60,7 +60,11 @@ describe('store.run with a multi-resource lease', () => {
     await old.release();
     const newer = await coordinator.acquire([b, c], { ttlMs: 10_000 });
     await store.fenceIn(newer);
-    const error: unknown = await write(old, 'stale').catch((e: unknown) => e);
+    // A released lease is refused by the store at once (LeaseLostError, nothing sent); the fence is what stops a
+    // holder that does not know it lost the resource: the same grants, as a paused process still holds them.
+    expect(await write(old, 'released').catch((e: unknown) => e)).toBeInstanceOf(LeaseLostError);
+    const unaware = { resources: old.resources, id: old.id, tokens: old.tokens, proofs: old.proofs };
+    const error: unknown = await write(unaware, 'stale').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StaleTokenError);
     expect((error as StaleTokenError).resource).toBe(b);
     // Nothing of the stale transaction was written, on either resource.
@@ -83,5 +87,28 @@ describe('store.run with a multi-resource lease', () => {
     await expect(store.run(swapped, () => Promise.resolve())).rejects.toBeInstanceOf(InvalidProofError);
     expect(await store.fenceOf(a)).toBeUndefined();
     await lease.release();
+  });
+});
+
+describe('a released coordinator lease', () => {
+  it('is refused by store.run at once, even when nobody wrote since', async () => {
+    const resource = unique('released');
+    const lease = await coordinator.acquire(resource, { ttlMs: 10_000 });
+    await store.run(lease, () => Promise.resolve());
+    await lease.release();
+    let ran = false;
+    const error = await store
+      .run(lease, () => {
+        ran = true;
+        return Promise.resolve();
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect((error as Error).message).toContain('was released');
+    expect(ran).toBe(false);
+    const multi = await coordinator.acquire([unique('m1'), unique('m2')], { ttlMs: 10_000 });
+    await write(multi, 'held');
+    await multi.release();
+    expect(await write(multi, 'released').catch((e: unknown) => e)).toBeInstanceOf(LeaseLostError);
   });
 });

@@ -6,10 +6,21 @@ import {
   MAX_TOKEN,
 } from '@fenced/shared';
 import express, { type Express } from 'express';
+import Fastify, { type FastifyInstance } from 'fastify';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type Lease } from '@fenced/coordinator';
-import { fencedErrorHandler, fencedWrites, guardedWrite } from '@fenced/guarded-store';
+import {
+  fencedErrorHandler,
+  fencedWrites,
+  guardedWrite,
+  type GuardedWrite,
+} from '@fenced/guarded-store/express';
+import {
+  fencedErrorHandler as fastifyFencedErrorHandler,
+  fencedWrites as fastifyFencedWrites,
+  guardedWrite as fastifyGuardedWrite,
+} from '@fenced/guarded-store/fastify';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { createStoreFixture, unique, type StoreFixture } from '../../fixtures/guarded-store-fixture.js';
 
@@ -26,7 +37,10 @@ let f: StoreFixture<Db>;
 let redis: RedisNodes;
 let coordinator: Coordinator;
 let strangerCoordinator: Coordinator;
-let app: Express;
+const FRAMEWORKS = ['express', 'fastify'] as const;
+type Framework = (typeof FRAMEWORKS)[number];
+const servers = {} as Record<Framework, Parameters<typeof request>[0]>;
+let fastifyApp: FastifyInstance | undefined;
 const logged: unknown[] = [];
 let routeRuns = 0;
 
@@ -42,38 +56,66 @@ beforeAll(async () => {
     keyPrefix: 'stranger',
     signingKey: { id: 'k9', privateKey: stranger.privateKey },
   });
-  app = express();
+  const logger = {
+    error: (details: unknown, message: string) => logged.push([details, message]),
+  };
+  const app: Express = express();
   app.use(express.json());
   app.put(
     '/items/:id',
     fencedWrites({ store: f.store, resource: (req) => `item:${String(req.params.id)}` }),
     async (req, res) => {
-      routeRuns++;
-      const write = guardedWrite<Db>(res);
       const { body = '' } = req.body as { body?: string };
-      await write.run(async (trx) => {
-        await trx
-          .insertInto('item_write')
-          .values({ item: write.resource, token: write.token.toString(), body })
-          .execute();
-      });
+      await writeItem(guardedWrite<Db>(res), body);
       res.json({ ok: true });
     },
   );
-  const logger = {
-    error: (details: unknown, message: string) => logged.push([details, message]),
-  };
   app.use(fencedErrorHandler({ logger }));
+  servers.express = app;
+
+  const fast = Fastify();
+  fast.setErrorHandler(fastifyFencedErrorHandler({ logger }));
+  fast.put(
+    '/items/:id',
+    {
+      preHandler: fastifyFencedWrites({
+        store: f.store,
+        resource: (req) => `item:${String((req.params as { id?: string }).id)}`,
+      }),
+    },
+    async (req) => {
+      const { body = '' } = (req.body ?? {}) as { body?: string };
+      await writeItem(fastifyGuardedWrite<Db>(req), body);
+      return { ok: true };
+    },
+  );
+  await fast.ready();
+  fastifyApp = fast;
+  servers.fastify = fast.server;
 });
+
+async function writeItem(write: GuardedWrite<Db>, body: string): Promise<void> {
+  routeRuns++;
+  await write.run(async (trx) => {
+    await trx
+      .insertInto('item_write')
+      .values({ item: write.resource, token: write.token.toString(), body })
+      .execute();
+  });
+}
+
 afterAll(async () => {
   await coordinator?.close();
   await strangerCoordinator?.close();
   await f?.close();
   await redis?.stop();
+  await fastifyApp?.close();
 });
 
+let framework: Framework = 'express';
+
 function put(id: string, headers: Record<string, string | undefined>) {
-  let req = request(app).put(`/items/${id}`);
+  let req = request(servers[framework]).put(`/items/${id}`);
   for (const [name, value] of Object.entries(headers)) if (value !== undefined) req = req.set(name, value);
   return req.send({ body: 'payload' });
 }
@@ -109,7 +151,11 @@ async function lease(id: string): Promise<Lease> {
   return coordinator.acquire(`item:${id}`, { ttlMs: 10_000 });
 }
 
-describe('fencedWrites with verifyKeys', () => {
+describe.each(FRAMEWORKS)('guarded writes over %s with verifyKeys', (name) => {
+  beforeAll(() => {
+    framework = name;
+  });
+
   it('writes with a valid Fencing-Proof, more than once under one lease', async () => {
     const id = unique('ok');
     const l = await lease(id);
@@ -153,7 +199,7 @@ describe('fencedWrites with verifyKeys', () => {
   it('refuses a repeated Fencing-Proof header as a bad request', async () => {
     const id = unique('twice');
     const l = await lease(id);
-    const response = await request(app)
+    const response = await request(servers[framework])
       .put(`/items/${id}`)
       .set(FENCING_TOKEN_HEADER, l.token.toString())
       .set(FENCING_LEASE_ID_HEADER, l.id)

@@ -1,11 +1,7 @@
 import { MAX_TOKEN } from '@fenced/shared';
-import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { normalizeFences } from '../../../packages/guarded-store/src/fence.js';
-import {
-  LiteralFenceStatements,
-  parameterizedFenceStatement,
-} from '../../../packages/guarded-store/src/fence-statement.js';
+import { LiteralFenceStatements } from '../../../packages/guarded-store/src/fence-statement.js';
 
 const settings = { lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 5_000 };
 
@@ -99,27 +95,3 @@ describe('LiteralFenceStatements', () => {
     expect(long.prepared?.name).toHaveLength(63);
   });
 });
-
-describe('parameterizedFenceStatement', () => {
-  it('binds one fence as parameters, with the settings in a CTE and no VALUES join or ORDER BY', () => {
-    const { sql, parameters } = parameterizedFenceStatement(
-      'app',
-      normalizeFences({ resource: 'r', token: 5n }),
-      settings,
-    ).compile(dummyDb());
-    expect(sql).toContain('set_config');
-    expect(sql).not.toMatch(/order by|\(values/);
-    expect(parameters).toEqual(['10000', '5000', 'r', '5', null]);
-  });
-});
-
-function dummyDb(): Kysely<unknown> {
-  return new Kysely<unknown>({
-    dialect: {
-      createAdapter: () => new PostgresAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (db) => new PostgresIntrospector(db),
-      createQueryCompiler: () => new PostgresQueryCompiler(),
-    },
-  });
-}

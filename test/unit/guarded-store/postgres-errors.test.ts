@@ -81,3 +81,32 @@ describe('classifyPostgresError', () => {
     }
   });
 });
+
+describe('a connection that could not be opened', () => {
+  it('names the host and port tried, for one address and for several (a name that resolved to two)', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5999'), {
+      code: 'ECONNREFUSED',
+      address: '127.0.0.1',
+      port: 5999,
+    });
+    const one = classifyPostgresError(refused);
+    expect(one).toBeInstanceOf(ConnectionLostError);
+    expect(one?.message).toMatch(/^could not connect to Postgres at 127\.0\.0\.1:5999 \(ECONNREFUSED: /);
+    expect(one?.retryable).toBe(true);
+    const both = Object.assign(
+      new AggregateError([
+        Object.assign(new Error('a'), { code: 'ECONNREFUSED', address: '::1', port: 5432 }),
+        Object.assign(new Error('b'), { code: 'ECONNREFUSED', address: '127.0.0.1', port: 5432 }),
+      ]),
+      { code: 'ECONNREFUSED' },
+    );
+    expect(classifyPostgresError(both)?.message).toContain('at [::1]:5432, 127.0.0.1:5432 (ECONNREFUSED');
+    const unknownHost = Object.assign(new Error('getaddrinfo ENOTFOUND db.invalid'), {
+      code: 'ENOTFOUND',
+      hostname: 'db.invalid',
+    });
+    expect(classifyPostgresError(unknownHost)?.message).toContain(
+      'at db.invalid (ENOTFOUND: the host name did not resolve',
+    );
+  });
+});

@@ -93,9 +93,26 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
   pool.on('connect', (client) => {
     client.on('error', onConnectionError);
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db: Kysely<DB> = new StoreKysely<DB>(pool);
   registerStorePool(db, pool);
   return db;
+}
+
+/**
+ * A Kysely whose `destroy()` always ends its pool: Kysely ends a pool only when its own driver used it, and a pool
+ * only a `GuardedStore` used (its transactions run on a private instance over the same pool) would stay open and
+ * keep the process alive for pg's idle timeout.
+ */
+class StoreKysely<DB> extends Kysely<DB> {
+  readonly #pool: pg.Pool;
+  constructor(pool: pg.Pool) {
+    super({ dialect: new PostgresDialect({ pool }) });
+    this.#pool = pool;
+  }
+  override async destroy(): Promise<void> {
+    await super.destroy();
+    if (!this.#pool.ended) await this.#pool.end();
+  }
 }
 
 const OPTIONAL_DATABASE_OPTIONS = ['connectionString', 'searchPath', 'onConnectionError'];

@@ -77,6 +77,11 @@ export function storeStatement<R>(statement: StoreStatement): CompiledQuery<R> {
   return compiled;
 }
 
+/** The pool `createDatabase` built `db` over, if it did (for tests of its lifecycle). */
+export function storePoolOf(db: object): pg.Pool | undefined {
+  return storePools.get(db);
+}
+
 /** Called by `createDatabase` for the instance it returns. */
 export function registerStorePool(db: object, pool: pg.Pool): void {
   storePools.set(db, pool);

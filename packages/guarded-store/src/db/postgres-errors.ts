@@ -14,6 +14,8 @@ export const SqlState = {
   CANNOT_CONNECT_NOW: '57P03',
   TOO_MANY_CONNECTIONS: '53300',
   UNDEFINED_TABLE: '42P01',
+  UNDEFINED_FUNCTION: '42883',
+  INVALID_SCHEMA_NAME: '3F000',
   INVALID_SQL_STATEMENT_NAME: '26000',
   DUPLICATE_PREPARED_STATEMENT: '42P05',
 } as const;
@@ -138,11 +140,14 @@ export class ConnectionLostError extends StorageError {
     /** The COMMIT was sent and no answer came back: the transaction may or may not have committed. */
     readonly indeterminate: boolean,
     options: { cause: unknown },
+    /** What failed, when more is known than "the connection failed" (a refused connection names host and port). */
+    message?: string,
   ) {
     super(
-      indeterminate
-        ? 'the database connection failed during COMMIT: the write may or may not have committed'
-        : 'the database connection failed; the transaction did not commit',
+      message ??
+        (indeterminate
+          ? 'the database connection failed during COMMIT: the write may or may not have committed'
+          : 'the database connection failed; the transaction did not commit'),
       sqlstate,
       !indeterminate,
       options,
@@ -286,7 +291,49 @@ export function classifyPostgresError(error: unknown, duringCommit = false): Sto
     case SqlState.IN_FAILED_SQL_TRANSACTION:
       return new TransactionAbortedError(options);
   }
+  const unreachable = unreachableServer(error);
+  if (unreachable !== undefined) return new ConnectionLostError(sqlstate, false, options, unreachable);
   const failure = connectionFailure(error, sqlstate);
   if (failure === undefined) return undefined;
   return new ConnectionLostError(sqlstate, duringCommit && failure === 'lost', options);
+}
+
+/** Errors of opening a connection: the server was never reached, so nothing was sent. */
+const CONNECT_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * For a connection that could not be opened (refused, no route, unknown host), a message naming where the
+ * store tried to connect: `could not connect to Postgres at 127.0.0.1:5999 (ECONNREFUSED) …`. Node's socket
+ * errors carry the address and port (an AggregateError of several when a name resolved to several addresses).
+ */
+function unreachableServer(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const { code } = error as { code?: unknown };
+  if (typeof code !== 'string' || !CONNECT_ERROR_CODES.has(code)) return undefined;
+  const parts = error instanceof AggregateError && error.errors.length > 0 ? error.errors : [error];
+  const endpoints = [
+    ...new Set(
+      parts.map((part: unknown) => {
+        const { address, port, hostname } = part as { address?: unknown; port?: unknown; hostname?: unknown };
+        const host =
+          typeof address === 'string' ? address : typeof hostname === 'string' ? hostname : undefined;
+        if (host === undefined) return undefined;
+        return typeof port === 'number' ? `${host.includes(':') ? `[${host}]` : host}:${port}` : host;
+      }),
+    ),
+  ].filter((endpoint) => endpoint !== undefined);
+  // Nothing says where: the generic message of ConnectionLostError is as good.
+  if (endpoints.length === 0) return undefined;
+  const what =
+    code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'the host name did not resolve' : 'nothing answered there';
+  return (
+    `could not connect to Postgres at ${endpoints.join(', ')} (${code}: ${what}): check that the server runs and ` +
+    'that the connection string names its host and port; nothing was sent, the transaction did not begin'
+  );
 }

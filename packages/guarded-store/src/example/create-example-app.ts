@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '@fenced/shared';
-import express, { type Express, type Request } from 'express';
+import express, { type Express } from 'express';
 import type { Transaction } from 'kysely';
 import { z } from 'zod';
 import type { GuardedStore } from '../guarded-store.js';
@@ -191,7 +191,7 @@ function accountView(
     : { id, balance: '0', deposits: '0', token: null };
 }
 
-function idOf(req: Request): string {
+function idOf(req: { readonly params: Record<string, string | undefined> }): string {
   const id = req.params.id;
   if (typeof id !== 'string' || !ID.test(id)) {
     throw new InvalidRequestError('id must be 1 to 128 characters of A-Z a-z 0-9 . _ ~ -');

@@ -10,11 +10,11 @@ import {
   parseToken,
   validateResourceName,
 } from '@fenced/shared';
-import type { Request, RequestHandler, Response } from 'express';
 import { validateOpId } from '../fence.js';
 import type { GuardedCallback, GuardedStore } from '../guarded-store.js';
 import type { JsonCompatible } from '../json.js';
 import { sendHttpError, storeHttpError } from './http-errors.js';
+import type { FencedRequest, FencedRequestHandler, FencedResponse } from './http-types.js';
 
 /** The guarded write a request may make, handed to the route by {@link fencedWrites}. */
 export interface GuardedWrite<DB> {
@@ -34,7 +34,7 @@ export interface GuardedWrite<DB> {
 export interface FencedWritesOptions<DB> {
   store: GuardedStore<DB>;
   /** The resource the request writes, e.g. `(req) => \`document:${req.params.id}\``. Validated per request. */
-  resource: (req: Request) => string;
+  resource: (req: FencedRequest) => string;
 }
 
 const LOCALS_KEY = 'fencedGuardedWrite';
@@ -49,31 +49,12 @@ const LOCALS_KEY = 'fencedGuardedWrite';
  * when the route calls `run`, inside the write's transaction, and a stale token reaches `fencedErrorHandler`
  * as 409 STALE_TOKEN with nothing written.
  */
-export function fencedWrites<DB>(options: FencedWritesOptions<DB>): RequestHandler {
+export function fencedWrites<DB>(options: FencedWritesOptions<DB>): FencedRequestHandler {
   const { store, resource: resourceOf } = options;
   return (req, res, next) => {
     let write: GuardedWrite<DB>;
     try {
-      const tokenText = singleHeader(req, FENCING_TOKEN_HEADER);
-      if (tokenText === undefined) throw new MissingTokenError();
-      const token = parseToken(tokenText, `${FENCING_TOKEN_HEADER} header`);
-      const leaseId = singleHeader(req, FENCING_LEASE_ID_HEADER);
-      if (leaseId !== undefined) validateLeaseIdHeader(leaseId);
-      const opIdText = singleHeader(req, IDEMPOTENCY_KEY_HEADER);
-      const opId = opIdText === undefined ? undefined : validateIdempotencyKey(opIdText);
-      const proof = singleHeader(req, FENCING_PROOF_HEADER);
-      const resource = validateResourceName(resourceOf(req));
-      const fence = { resource, token, leaseId, proof };
-      // Refused here, before the route runs: a forged or misplaced token never reaches a transaction. `run`
-      // checks again (a cache hit), so a route that builds its own fence is covered as well.
-      store.checkProofs(fence);
-      write = Object.freeze({
-        resource,
-        token,
-        opId,
-        run: <T>(fn: GuardedCallback<DB, T & JsonCompatible<T>>): Promise<T> =>
-          opId === undefined ? store.run(fence, fn) : store.run(fence, fn, { opId }),
-      });
+      write = guardedWriteFor(store, req.headersDistinct, () => resourceOf(req));
     } catch (error) {
       if (isFencedError(error)) {
         sendHttpError(res, storeHttpError(error));
@@ -88,10 +69,43 @@ export function fencedWrites<DB>(options: FencedWritesOptions<DB>): RequestHandl
 }
 
 /**
+ * The guarded write of a request with these headers, for any HTTP framework: reads `Fencing-Token` (required),
+ * `Fencing-Lease-Id`, `Fencing-Proof` and `Idempotency-Key`, validates the resource and checks proofs (when the
+ * store verifies them).
+ * @throws MissingTokenError, InvalidRequestError or InvalidProofError: the request's answer (428, 400, 403).
+ */
+export function guardedWriteFor<DB>(
+  store: GuardedStore<DB>,
+  headers: NodeJS.Dict<string[]>,
+  resourceOf: () => string,
+): GuardedWrite<DB> {
+  const tokenText = singleHeader(headers, FENCING_TOKEN_HEADER);
+  if (tokenText === undefined) throw new MissingTokenError();
+  const token = parseToken(tokenText, `${FENCING_TOKEN_HEADER} header`);
+  const leaseId = singleHeader(headers, FENCING_LEASE_ID_HEADER);
+  if (leaseId !== undefined) validateLeaseIdHeader(leaseId);
+  const opIdText = singleHeader(headers, IDEMPOTENCY_KEY_HEADER);
+  const opId = opIdText === undefined ? undefined : validateIdempotencyKey(opIdText);
+  const proof = singleHeader(headers, FENCING_PROOF_HEADER);
+  const resource = validateResourceName(resourceOf());
+  const fence = { resource, token, leaseId, proof };
+  // Refused here, before the route runs: a forged or misplaced token never reaches a transaction. `run`
+  // checks again (a cache hit), so a route that builds its own fence is covered as well.
+  store.checkProofs(fence);
+  return Object.freeze({
+    resource,
+    token,
+    opId,
+    run: <T>(fn: GuardedCallback<DB, T & JsonCompatible<T>>): Promise<T> =>
+      opId === undefined ? store.run(fence, fn) : store.run(fence, fn, { opId }),
+  });
+}
+
+/**
  * The request's guarded write, set by {@link fencedWrites}.
  * @throws InternalError when the route is not behind `fencedWrites` (a wiring mistake).
  */
-export function guardedWrite<DB>(res: Response): GuardedWrite<DB> {
+export function guardedWrite<DB>(res: Pick<FencedResponse, 'locals'>): GuardedWrite<DB> {
   const write = res.locals[LOCALS_KEY] as GuardedWrite<DB> | undefined;
   if (write === undefined) throw new InternalError('route is not behind fencedWrites()');
   return write;
@@ -101,8 +115,8 @@ export function guardedWrite<DB>(res: Response): GuardedWrite<DB> {
  * The header's value if it appears once. Node joins repeated custom headers into one string with ', ', so
  * `headersDistinct` is what tells "sent twice" apart from "one malformed value".
  */
-function singleHeader(req: Request, name: string): string | undefined {
-  const values = req.headersDistinct[name.toLowerCase()];
+function singleHeader(headers: NodeJS.Dict<string[]>, name: string): string | undefined {
+  const values = headers[name.toLowerCase()];
   if (values === undefined || values.length === 0) return undefined;
   if (values.length > 1)
     throw new InvalidRequestError(`${name} header must appear once, got ${values.length}`);

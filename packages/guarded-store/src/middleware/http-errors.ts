@@ -1,6 +1,6 @@
 import { toHttpError, type FencedError, type HttpError } from '@fenced/shared';
-import type { Response } from 'express';
 import { isTransientStorageError } from '../db/postgres-errors.js';
+import type { FencedResponse } from './http-types.js';
 
 const RETRY_MESSAGE = 'the store could not take the write right now; retry (with the same Idempotency-Key)';
 
@@ -14,6 +14,6 @@ export function storeHttpError(error: unknown): HttpError {
   });
 }
 
-export function sendHttpError(res: Response, error: HttpError): void {
+export function sendHttpError(res: FencedResponse, error: HttpError): void {
   res.status(error.status).set(error.headers).json(error.body);
 }
