@@ -226,6 +226,7 @@ describe('serve', () => {
       );
     expect(await serveCommand(notFound, output)).toBe(2);
     expect(err.join('\n')).toContain('npm install @fenced/service');
+    expect(err.join('\n')).toContain('npm run pack writes the tarball');
     expect(err.join('\n')).toContain('status, inspect, repair, keygen');
 
     // A dependency of an installed service that is missing is not "the service is missing": it is thrown.
