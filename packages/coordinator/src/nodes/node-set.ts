@@ -41,6 +41,7 @@ import {
 import { repairEmptySlots } from './slot-repair.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 import { NodeStateTracker, type NodeStateEvent } from './node-events.js';
+import { CLUSTER_ENTRY_PREFIX, redisUrlProblem } from './node-spec.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
 export interface NodeStatus {
@@ -123,7 +124,8 @@ export class NodeSet implements ProtocolContext {
     const connections: NodeConnection[] = [];
     try {
       const seen = new Map<string, number>();
-      (nodes as Array<string | Redis>).forEach((node, index) => {
+      (nodes as Array<string | Redis>).forEach((given, index) => {
+        const node = typeof given === 'string' ? nodeUrl(given, index) : given;
         const connection =
           isClusterConfig(node) || isClusterClient(node)
             ? ClusterConnection.create(index, node, settings.keyPrefix, reportError, this.probeTimeoutMs)
@@ -615,4 +617,22 @@ export class NodeSet implements ProtocolContext {
     if (node instanceof ClusterConnection) status.shards = node.currentShards();
     return status;
   }
+}
+
+/**
+ * A node given as a string, trimmed (`FENCED_REDIS_URLS.split(',')` of a list with spaces after its commas, as the
+ * service and the operator commands accept it).
+ * @throws InvalidRequestError naming the entry and what is wrong with it (a bad port, no host, another scheme)
+ */
+function nodeUrl(text: string, index: number): string {
+  const url = text.trim();
+  const problem = url.startsWith(CLUSTER_ENTRY_PREFIX)
+    ? `is a cluster: entry, the form of FENCED_REDIS_URLS; in nodes a Redis Cluster member is { cluster: [seed URLs] }`
+    : redisUrlProblem(url);
+  if (problem !== undefined) {
+    throw new InvalidRequestError(
+      `nodes[${index}] ${problem} (allowed: a redis:// or rediss:// URL with a host, or an ioredis client)`,
+    );
+  }
+  return url;
 }
