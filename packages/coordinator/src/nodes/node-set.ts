@@ -23,7 +23,7 @@
 import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
-import type { UnsafeNode } from '../errors.js';
+import { NodeTimeoutError, type UnsafeNode } from '../errors.js';
 import { MAX_TIMER_MS, type CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
@@ -96,6 +96,12 @@ export class NodeSet implements ProtocolContext {
   private readonly repairProblems = new Map<number, string>();
   private startup: Promise<void> | undefined;
   private recheckTimer: NodeJS.Timeout | undefined;
+  /**
+   * Nodes a call timed out on since their last probe. A hung node (SIGSTOP, a stalled disk) keeps its connection
+   * open and its last probe's "reachable": only a probe that times out too tells it down (a `nodeState` event), so
+   * the re-check probes these. Voting does not depend on it: a node that answers late is still asked.
+   */
+  private readonly timedOut = new Set<number>();
   private rechecking = false;
   private foldTimer: NodeJS.Timeout | undefined;
   private folding = false;
@@ -122,14 +128,18 @@ export class NodeSet implements ProtocolContext {
     if (nodes.length > 99) throw new InvalidRequestError('nodes must hold at most 99 nodes');
     this.probeTimeoutMs = Math.max(1_000, settings.nodeTimeoutMs);
     const connections: NodeConnection[] = [];
+    const sink: NodeErrorSink = (node, operation, error) => {
+      if (error instanceof NodeTimeoutError) this.timedOut.add(node);
+      reportError(node, operation, error);
+    };
     try {
       const seen = new Map<string, number>();
       (nodes as Array<string | Redis>).forEach((given, index) => {
         const node = typeof given === 'string' ? nodeUrl(given, index) : given;
         const connection =
           isClusterConfig(node) || isClusterClient(node)
-            ? ClusterConnection.create(index, node, settings.keyPrefix, reportError, this.probeTimeoutMs)
-            : new NodeConnection(index, node, settings.keyPrefix, reportError, this.probeTimeoutMs);
+            ? ClusterConnection.create(index, node, settings.keyPrefix, sink, this.probeTimeoutMs)
+            : new NodeConnection(index, node, settings.keyPrefix, sink, this.probeTimeoutMs);
         if (connection instanceof ClusterConnection) {
           connection.onSlotEmpty = () => {
             if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
@@ -427,12 +437,14 @@ export class NodeSet implements ProtocolContext {
             (n) =>
               (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
                 n.lastProbe?.reachable === false ||
+                this.timedOut.has(n.index) ||
                 (n.owned && n.client.status !== 'ready') ||
                 // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
                 (n.isCluster && !n.initialized)) &&
               !this.repairs.has(n.index),
           );
       if (idle.length === 0) return;
+      for (const node of idle) this.timedOut.delete(node.index);
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
       await this.afterProbe();
       this.publishStates();
