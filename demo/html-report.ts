@@ -1,7 +1,7 @@
-import type { Grant, RunAnalysis, Tone } from './analysis.js';
+import { demoHeadline, type Grant, type RunAnalysis, type Tone } from './analysis.js';
 import type { ActionRecord, Lane } from './run-record.js';
 import type { Scenario } from './scenarios.js';
-import { MODE_DESCRIPTIONS, describeRun } from './terminal-report.js';
+import { MODE_DESCRIPTIONS, describeRun, runMark } from './terminal-report.js';
 import { compressedTimeScale } from './time-scale.js';
 
 /** What the report shows besides the runs. */
@@ -197,6 +197,18 @@ export function renderRunSvg(a: RunAnalysis): string {
           weight: 'bold',
         });
         break;
+      case 'forged-accepted':
+        front.push(
+          `<circle cx="${n(cx)}" cy="${cy}" r="8" fill="${COLOURS.bad}" stroke="#fff" stroke-width="1.5"/>`,
+          `<text x="${n(cx)}" y="${cy + 4}" class="bang" text-anchor="middle">!</text>`,
+        );
+        label(w.worker, {
+          x: cx - 3,
+          text: `forged token accepted: fence at the maximum`,
+          colour: COLOURS.bad,
+          weight: 'bold',
+        });
+        break;
       case 'refused':
         front.push(
           `<circle cx="${n(cx)}" cy="${cy}" r="8" fill="#fff" stroke="${COLOURS.good}" stroke-width="2.5"/>`,
@@ -380,15 +392,21 @@ export function renderHtmlReport(
   context: ReportContext,
 ): string {
   const failed = analyses.filter((a) => !a.verdict.passed).length;
+  const headline = demoHeadline(analyses);
+  const titles = new Map(scenarios.map((s) => [s.id, s.title]));
   const summaryRows = analyses
     .map((a) => {
       const v = a.verdict;
-      const cls = v.passed ? (v.expectation === 'anomaly' ? 'pass-anomaly' : 'pass-safe') : 'fail';
-      return `<tr><td><a href="#${escapeXml(a.record.scenario)}">${escapeXml(a.record.scenario)}</a></td><td>${a.record.mode}</td><td class="${cls}">${v.passed ? '✔' : '✘'} ${escapeXml(v.label)}</td><td>${escapeXml(v.headline)}</td></tr>`;
+      const cls = markClass(a);
+      const id = a.record.scenario;
+      return `<tr><td><a href="#${escapeXml(id)}">${escapeXml(id)}</a> ${escapeXml(titles.get(id) ?? '')}</td><td>${a.record.mode}</td><td class="${cls}">${runMark(a)} ${escapeXml(v.label)}</td><td>${escapeXml(v.headline)}</td></tr>`;
     })
     .join('\n');
   const skippedRows = context.skipped
-    .map((s) => `<tr><td>${escapeXml(s.id)}</td><td></td><td>skipped</td><td>${escapeXml(s.why)}</td></tr>`)
+    .map(
+      (s) =>
+        `<tr><td>${escapeXml(s.id)} ${escapeXml(titles.get(s.id) ?? '')}</td><td></td><td>skipped</td><td>${escapeXml(s.why)}</td></tr>`,
+    )
     .join('\n');
   const sections = scenarios
     .map((s) => {
@@ -410,11 +428,12 @@ ${runs.map(renderRun).join('\n')}
 </head>
 <body>
 <h1>fenced — what a lock alone cannot promise</h1>
+${headline.scenarios > 0 ? `<p class="headline ${headline.fencedLost === 0 ? 'pass-safe' : 'fail'}"><b>${escapeXml(headline.text.charAt(0).toUpperCase() + headline.text.slice(1))}.</b></p>` : ''}
 <p class="env">Generated ${escapeXml(context.generatedAt.toISOString())} by <code>npm run demo</code> in ${context.seconds.toFixed(1)} s. ${context.environment.map(escapeXml).join(' · ')}</p>
 <p>Each scenario runs twice with the same orchestration: <b>unprotected</b> (${escapeXml(MODE_DESCRIPTIONS.unprotected)}) must lose data; <b>fenced</b> (${escapeXml(MODE_DESCRIPTIONS.fenced)}; in F3 through the fencedWrites middleware) must refuse the stale write and keep the data intact. Verdicts come from the recorded history, checked by the commit-order and lost-update checkers.</p>
 <p class="${failed === 0 ? 'pass-safe' : 'fail'}"><b>${failed === 0 ? `All ${analyses.length} runs behaved as expected.` : `${failed} of ${analyses.length} runs did not behave as expected.`}</b></p>
 <table class="summary">
-<tr><th>scenario</th><th>run</th><th>verdict</th><th></th></tr>
+<tr><th>scenario</th><th>run</th><th>data (✗ lost, ✔ intact) and verdict</th><th></th></tr>
 ${summaryRows}
 ${skippedRows}
 </table>
@@ -427,7 +446,7 @@ ${sections}
 
 function renderRun(a: RunAnalysis): string {
   const v = a.verdict;
-  const cls = v.passed ? (v.expectation === 'anomaly' ? 'pass-anomaly' : 'pass-safe') : 'fail';
+  const cls = markClass(a);
   const rows = a.timeline
     .map(
       (e) =>
@@ -437,7 +456,7 @@ function renderRun(a: RunAnalysis): string {
   return `<div class="run">
 <h3>${escapeXml(a.record.mode)}</h3>
 <p class="mode">${escapeXml(describeRun(a.record))}</p>
-<p class="verdict ${cls}">${v.passed ? '✔' : '✘'} ${escapeXml(v.label)} (expected: ${v.expectation}) — ${escapeXml(v.headline)}</p>
+<p class="verdict ${cls}">${runMark(a)} ${escapeXml(v.label)} (expected: ${v.expectation}) — ${escapeXml(v.headline)}</p>
 ${renderRunSvg(a)}
 <ul class="findings">${v.findings.map((f) => `<li>${escapeXml(f)}</li>`).join('')}</ul>
 <details><summary>timeline (${a.timeline.length} events)</summary>
@@ -446,6 +465,11 @@ ${rows}
 </table>
 </details>
 </div>`;
+}
+
+/** Red for a run whose data was lost or that did not show what it had to; green for data kept intact. */
+function markClass(a: RunAnalysis): string {
+  return runMark(a) === '✔' ? 'pass-safe' : 'fail';
 }
 
 function toneClass(tone: Tone): string {

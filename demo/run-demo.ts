@@ -115,7 +115,7 @@ export async function runDemo(options: RunDemoOptions = {}): Promise<DemoResult>
       });
       await fs.writeFile(reportPath, html, 'utf8');
     }
-    report.summary(runs, skipped, seconds);
+    report.summary(scenarios, runs, skipped, seconds);
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     cleanupProblems = await cleanup.run();

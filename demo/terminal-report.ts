@@ -1,4 +1,4 @@
-import type { RunAnalysis, Tone } from './analysis.js';
+import { dataLost, demoHeadline, type RunAnalysis, type Tone } from './analysis.js';
 import type { Lane, RunRecord } from './run-record.js';
 import type { Scenario } from './scenarios.js';
 import type { Mode } from './worker-protocol.js';
@@ -58,6 +58,15 @@ export function describeRun(record: RunRecord): string {
 
 const WIDTH = 108;
 
+/**
+ * A run's mark says what happened to its data: `✗` (red) lost or damaged, `✔` (green) intact as the run had to
+ * keep it, `?` (red) intact but not what the run had to show (no anomaly provoked, nothing exercised, broken).
+ */
+export function runMark(a: RunAnalysis): '✗' | '✔' | '?' {
+  if (dataLost(a)) return '✗';
+  return a.verdict.passed ? '✔' : '?';
+}
+
 /** Splits `text` into lines of at most `width` characters (words are never cut), each prefixed by `indent`. */
 export function wrapText(text: string, width: number, indent: string): string[] {
   const lines: string[] = [];
@@ -106,10 +115,10 @@ export class TerminalReport {
       const text = wrapText(e.text, WIDTH - 22, '').map((l, i) => (i === 0 ? l : `${' '.repeat(22)}${l}`));
       this.out(`     ${this.p.dim(t)}  ${this.lane(e.lane)}  ${this.tone(e.tone, text.join('\n'))}`);
     }
-    const mark = verdict.passed ? this.p.green('✔') : this.p.red('✘');
+    const mark = this.mark(a);
     const label = verdict.passed
       ? verdict.expectation === 'anomaly'
-        ? this.p.yellow(verdict.label)
+        ? this.p.red(verdict.label)
         : this.p.green(verdict.label)
       : this.p.red(this.p.bold(verdict.label));
     this.out(`   ${mark} ${label}${this.p.dim(` (expected: ${verdict.expectation})`)} — ${verdict.headline}`);
@@ -123,35 +132,46 @@ export class TerminalReport {
   }
 
   summary(
+    scenarios: readonly Scenario[],
     analyses: readonly RunAnalysis[],
     skipped: readonly { id: string; why: string }[],
     seconds: number,
   ): void {
     this.out('');
     this.out(this.p.bold(`━━ Summary ${'━'.repeat(WIDTH - 11)}`));
-    for (const a of analyses) {
-      const v = a.verdict;
-      const mark = v.passed ? this.p.green('✔') : this.p.red('✘');
-      const label = v.label.padEnd(14);
-      const painted = v.passed
-        ? v.expectation === 'anomaly'
-          ? this.p.yellow(label)
-          : this.p.green(label)
-        : this.p.red(label);
-      const text = `${a.record.scenario.padEnd(3)} ${a.record.mode.padEnd(11)} ${mark} ${painted} `;
-      const rest = wrapText(v.headline, WIDTH - 35, '');
-      this.out(`   ${text}${rest[0] ?? ''}`);
-      for (const l of rest.slice(1)) this.out(`${' '.repeat(35)}${l}`);
+    const headline = demoHeadline(analyses);
+    if (headline.scenarios > 0) {
+      const painted = `   ${headline.text.charAt(0).toUpperCase()}${headline.text.slice(1)}.`;
+      this.out(this.p.bold(headline.fencedLost === 0 ? painted : this.p.red(painted)));
     }
-    for (const s of skipped) this.out(`   ${s.id.padEnd(3)} ${this.p.yellow('skipped')}: ${s.why}`);
+    for (const scenario of scenarios) {
+      const runs = analyses.filter((a) => a.record.scenario === scenario.id);
+      const skip = skipped.find((s) => s.id === scenario.id);
+      if (runs.length === 0 && skip === undefined) continue;
+      this.out('');
+      this.out(`   ${this.p.bold(scenario.id.padEnd(4))}${scenario.title}`);
+      if (skip !== undefined) this.out(`       ${this.p.yellow('skipped')}: ${skip.why}`);
+      for (const a of runs) {
+        const v = a.verdict;
+        const label = v.label.padEnd(14);
+        const painted = v.passed
+          ? v.expectation === 'anomaly'
+            ? this.p.red(label)
+            : this.p.green(label)
+          : this.p.red(this.p.bold(label));
+        const text = `${a.record.mode.padEnd(12)}${this.mark(a)} ${painted} `;
+        const rest = wrapText(v.headline, WIDTH - 36, '');
+        this.out(`       ${text}${rest[0] ?? ''}`);
+        for (const l of rest.slice(1)) this.out(`${' '.repeat(36)}${l}`);
+      }
+    }
     const failed = analyses.filter((a) => !a.verdict.passed).length;
-    const scenarios = new Set(analyses.map((a) => a.record.scenario)).size;
+    const count = new Set(analyses.map((a) => a.record.scenario)).size;
     this.out('');
     this.out(
       failed === 0
         ? this.p.green(
-            `   All ${analyses.length} runs of ${scenarios} scenario${scenarios === 1 ? '' : 's'} behaved as expected (${seconds.toFixed(1)} s): ` +
-              'the lock alone lost data every time; with fencing tokens and the guard, none.',
+            `   All ${analyses.length} runs of ${count} scenario${count === 1 ? '' : 's'} behaved as expected (${seconds.toFixed(1)} s).`,
           )
         : this.p.red(
             this.p.bold(
@@ -159,6 +179,11 @@ export class TerminalReport {
             ),
           ),
     );
+  }
+
+  private mark(a: RunAnalysis): string {
+    const mark = runMark(a);
+    return mark === '✔' ? this.p.green(mark) : this.p.red(this.p.bold(mark));
   }
 
   private lane(lane: Lane): string {

@@ -15,6 +15,8 @@
 // - a library-only install (the @fenced/coordinator and @fenced/shared tarballs alone, production dependencies)
 //   contains none of the service's dependencies (fastify, pino, prom-client, zod) and no @types/* package; its
 //   package count and size are printed, and its `fenced-coordinator serve` says how to install @fenced/service;
+// - every production dependency of the tarballs admits the Node version running the check (`npm install
+//   --engine-strict`, so no EBADENGINE warning for a user on that version);
 // - a strict TypeScript consumer (strict, skipLibCheck: false, module nodenext) importing every entry, from
 //   ESM and from CommonJS, compiles, in a project without @types/express (and without express); and so does one with `moduleResolution: node10` (older TypeScript setups,
 //   which read `types` and `typesVersions`, not `exports`) importing every entry of shared, coordinator and
@@ -242,6 +244,43 @@ try {
         `library-only fenced-coordinator serve: exit ${serve.status}, ${JSON.stringify(serve.stderr.slice(0, 300))}`,
       );
     }
+  }
+
+  // Every production dependency of the five packages admits the Node version running this check (CI runs Node
+  // 20, the oldest line the packages' engines claim): with --engine-strict npm refuses, naming the package, an
+  // install in which any of them does not (light-my-request 6.8's cookie 2 wants Node 22: the service pins 6.6).
+  {
+    const strict = join(scratch, 'engine-strict');
+    run('mkdir', ['-p', strict], scratch);
+    writeFileSync(
+      join(strict, 'package.json'),
+      JSON.stringify({ name: 'fenced-engine-strict', private: true }),
+    );
+    const result = spawnSync(
+      'npm',
+      [
+        'install',
+        '--engine-strict',
+        '--omit=dev',
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        ...tarballs,
+      ],
+      { cwd: strict, encoding: 'utf8', timeout: 300_000 },
+    );
+    const output = `${result.stdout}\n${result.stderr}`;
+    if (result.status === 0 && !/EBADENGINE|notsup/i.test(output))
+      pass(
+        `every production dependency of the packages admits Node ${process.version} (npm install --engine-strict)`,
+      );
+    else
+      fail(
+        `an install of the tarballs with --engine-strict on Node ${process.version} (exit ${result.status}):\n    ${output
+          .split('\n')
+          .filter((line) => /engine|notsup/i.test(line))
+          .join('\n    ')}`,
+      );
   }
 
   // The scratch project: the tarballs plus what a TypeScript user has anyway, and drizzle-orm (the optional peer

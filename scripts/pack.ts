@@ -2,7 +2,9 @@
 // npm registry yet; this is how to install it outside this repository:
 //
 //   npm run pack                      # writes tarballs/fenced-<name>-<version>.tgz, one per public package
-//   npm install /path/to/fenced/tarballs/*.tgz kysely pg
+//   npm install /path/to/fenced/tarballs/fenced-{shared,coordinator,guarded-store}-0.1.0.tgz kysely pg
+//
+// A user installs the tarballs of one use (INSTALL_SETS), never necessarily all five.
 //
 // Each package's `prepack` script builds it (`tsc -b`), so a fresh clone packs a complete `dist/` without a
 // separate build. `--out <dir>` writes the tarballs somewhere else (the package check uses a temporary one).
@@ -15,6 +17,26 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** The public packages, by folder under packages/ (test-utils is private and never packed). */
 export const PUBLIC_PACKAGES = ['shared', 'coordinator', 'service', 'guarded-store', 'redlock'] as const;
+
+/** What each use needs: the public packages (by folder) to install together, and what else from npm. */
+export const INSTALL_SETS: readonly {
+  use: string;
+  folders: readonly (typeof PUBLIC_PACKAGES)[number][];
+  alsoFromNpm: readonly string[];
+}[] = [
+  {
+    use: 'the library with the Postgres guard',
+    folders: ['shared', 'coordinator', 'guarded-store'],
+    alsoFromNpm: ['kysely', 'pg'],
+  },
+  { use: 'leases and tokens only, no guard', folders: ['shared', 'coordinator'], alsoFromNpm: [] },
+  {
+    use: "node-redlock's API (@fenced/redlock)",
+    folders: ['shared', 'coordinator', 'redlock'],
+    alsoFromNpm: [],
+  },
+  { use: 'the HTTP service', folders: ['shared', 'coordinator', 'service'], alsoFromNpm: [] },
+];
 
 /** One packed package: its name, its tarball's path and the files in it. */
 export interface PackedPackage {
@@ -69,5 +91,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const outDir = resolve(outArg ?? join(root, 'tarballs'));
   const packed = packAll(outDir);
   for (const { name, tarball, files } of packed) console.log(`${name}: ${tarball} (${files.length} files)`);
-  console.log(`\ninstall them with: npm install ${packed.map((p) => p.tarball).join(' ')}`);
+  console.log('\nInstall the ones your use needs (not all five), in your project:');
+  for (const set of INSTALL_SETS) {
+    const files = set.folders.map((folder) => packed.find((p) => p.folder === folder)!.tarball);
+    console.log(`\n  ${set.use}:\n    npm install ${[...files, ...set.alsoFromNpm].join(' ')}`);
+  }
 }

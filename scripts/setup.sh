@@ -6,10 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_node_major=20
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$node_major" -lt "$need_node_major" ]; then
-  echo "fenced needs Node >= 20.19 (found $(node --version))" >&2
+# The packages' engines: ^20.19.0 || >=22.12.0 (the versions that can require() an ES module).
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number);
+  process.exit((a === 20 && b >= 19) || (a === 22 && b >= 12) || a > 22 ? 0 : 1)'; then
+  echo "fenced needs Node 20.19 or a later 20.x, or 22.12 or newer (found $(node --version))" >&2
   exit 1
 fi
 

@@ -114,7 +114,8 @@ async function issueSchedule(
     history,
     {
       redisUrls: cLinks.urls,
-      nodeTimeoutMs: 400,
+      // Generous: C's own timeouts play no part in the schedule, and a busy machine must not fail its votes.
+      nodeTimeoutMs: 5_000,
       maxTtlMs: B_MAX_TTL_MS,
       databaseUrl: world.postgres.url,
       schema: world.schema.schema,
@@ -171,7 +172,7 @@ async function issueSchedule(
   const bLease = await bGrant;
   notes.push(bLease ? `B granted token ${bLease.token}` : 'B not granted (its held call was refused)');
 
-  const cLease = await c.acquire(resource, { ttlMs: A_MAX_TTL_MS, waitMs: 10_000 });
+  const cLease = await c.acquire(resource, { ttlMs: A_MAX_TTL_MS, waitMs: 60_000 });
   if (!cLease) throw new Error(`C did not get the lease; ${notes.join('; ')}`);
   notes.push(`C's token ${cLease.token}`);
   await c.increment(resource, { mode: 'guarded', opId: `C-${resource}` }); // C fences in

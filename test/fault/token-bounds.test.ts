@@ -31,7 +31,8 @@ type Reading = 'bigint' | 'json-number';
 /**
  * Near 2^53 the coordinator's own time floor (`Date.now() << 20`, about 2^60.7 today) would jump over the
  * interesting range, so the client is a worker process whose wall clock the clock shim sets back to April 1970,
- * ten seconds before `Date.now() << 20` reaches 2^53. With the registers at 2^53 − 3, its five grants are
+ * ten minutes before `Date.now() << 20` reaches 2^53 (ten seconds ran out on a busy machine before the fifth grant,
+ * and the time floor then overtook the registers). With the registers at 2^53 − 3, its five grants are
  * 2^53 − 2 ... 2^53 + 2, each followed by a guarded increment.
  */
 async function acrossTwoTo53(reading: Reading): Promise<{ verdict: Verdict; tokens: bigint[] }> {
@@ -40,13 +41,15 @@ async function acrossTwoTo53(reading: Reading): Promise<{ verdict: Verdict; toke
   const raw = await world.connectedClients(world.urls);
   await Promise.all(raw.map((r) => r.set(tokenKey(resource), (TWO_53 - 3n).toString())));
   const history = new History();
-  await clock.set(Number(2n ** 33n) - 10_000 - Date.now(), { clocks: 'realtime' });
+  await clock.set(Number(2n ** 33n) - 600_000 - Date.now(), { clocks: 'realtime' });
   const worker = await WorkerProcess.start(
     'A',
     history,
     {
       redisUrls: world.urls,
-      nodeTimeoutMs: 400,
+      // Generous: a call timed out on a busy machine sends the next proposal higher, and tokens that skip values
+      // would hide the collision the negative control must show.
+      nodeTimeoutMs: 30_000,
       maxTtlMs: 3_000,
       databaseUrl: world.postgres.url,
       schema: world.schema.schema,

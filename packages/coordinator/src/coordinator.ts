@@ -6,7 +6,13 @@
 import { channel } from 'node:diagnostics_channel';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { InvalidRequestError, LeaseLostError, LockedError, validateResourceName } from '@fenced/shared';
+import {
+  InvalidRequestError,
+  LeaseLostError,
+  LockedError,
+  rejectMisnamedOptions,
+  validateResourceName,
+} from '@fenced/shared';
 import { CoordinatorClosedError, UnsafeNodeError } from './errors.js';
 import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease/lease.js';
 import {
@@ -420,6 +426,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     watch: LeaseWatchOptions = {},
     onAttempt?: (report: AttemptReport) => void,
   ): Promise<Lease | null> {
+    this.throwIfClosed(); // at once: a closed coordinator's connections would only time out
     await this.nodes.started();
     signal?.throwIfAborted();
     this.throwIfClosed();
@@ -455,6 +462,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   ): Promise<MultiLease | null> {
     const names = validateResourceList(resources, this.validateResource);
     const { ttlMs, waitMs, signal, watch, onAttempt } = this.validateAcquire(names[0]!, options, allowWait);
+    this.throwIfClosed(); // at once: a closed coordinator's connections would only time out
     await this.nodes.started();
     signal?.throwIfAborted();
     this.throwIfClosed();
@@ -612,6 +620,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     if (typeof options !== 'object' || options === null) {
       throw new InvalidRequestError('acquire options must be an object with ttlMs');
     }
+    rejectMisnamedOptions('acquire', options, ACQUIRE_OPTION_NAMES);
     this.validateTtl(options.ttlMs);
     const rawWait: unknown = (options as AcquireOptions).waitMs;
     if (!allowWait && rawWait !== undefined)
@@ -653,6 +662,9 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     }
   }
 }
+
+/** The acquire options: a key that only looks like one of them (`ttl`, `waitms`) is refused with the name meant. */
+const ACQUIRE_OPTION_NAMES = ['ttlMs', 'waitMs', 'signal', 'autoExtend', 'onLost', 'onAttempt'] as const;
 
 /** Runs `release` for every resource in parallel (nothing waits while holding); the first failure is thrown. */
 async function releaseEvery(resources: readonly string[], release: (resource: string) => Promise<void>) {

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describeValue, ed25519PrivateKey, InvalidRequestError, KEY_ID_PATTERN } from '@fenced/shared';
 import { z } from 'zod';
-import { NODE_ENTRY_FORMS, nodeEntryProblem } from '@fenced/coordinator';
+import { nodeEntryProblem } from '@fenced/coordinator';
 import { DEFAULT_APP_OPTIONS, LOG_LEVELS, type HealthAuth, type LogLevel } from './service-options.js';
 
 export type { LogLevel } from './service-options.js';
@@ -138,8 +138,13 @@ function integer(min: number, max: number) {
   );
 }
 
-const redisUrl = z.string().refine((text) => nodeEntryProblem(text) === undefined, {
-  error: `every entry must be ${NODE_ENTRY_FORMS}`,
+/** The entries of FENCED_REDIS_URLS, each checked on its own: a problem names the entry by position (never its text). */
+const redisUrlList = z.array(z.string()).superRefine((entries, context) => {
+  entries.forEach((text, index) => {
+    const problem = nodeEntryProblem(text);
+    if (problem === undefined) return;
+    context.addIssue({ code: 'custom', message: `entry ${index} ${problem}` });
+  });
 });
 
 /**
@@ -161,8 +166,7 @@ export const ENV_SCHEMA = z.object({
         .filter((u) => u !== ''),
     )
     .pipe(
-      z
-        .array(redisUrl)
+      redisUrlList
         .min(1, { error: 'needs at least one redis:// URL' })
         .refine((urls) => new Set(urls).size === urls.length, { error: 'must not list a node twice' }),
     ),

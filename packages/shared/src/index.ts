@@ -66,5 +66,7 @@ export {
   assertOneOf,
   assertMatches,
   mergeOptions,
+  rejectMisnamedOptions,
+  suggestOption,
 } from './validation.js';
 export type { NumberRange } from './validation.js';

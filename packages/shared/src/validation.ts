@@ -116,6 +116,43 @@ export function assertMatches(name: string, value: unknown, pattern: RegExp, exp
  * @param required names of options without a default (they are kept, and not refused as unknown).
  * @throws InvalidRequestError for a non-object or an unknown option.
  */
+/**
+ * The known option `key` most likely stands for, or `undefined`: the same name with the `Ms` unit (`ttl` →
+ * `ttlMs`), or the same name in other letter case (`ttlms` → `ttlMs`).
+ */
+export function suggestOption(key: string, known: Iterable<string>): string | undefined {
+  const lower = key.toLowerCase();
+  for (const name of known) {
+    if (name === key) continue;
+    const candidate = name.toLowerCase();
+    if (candidate === lower || candidate === `${lower}ms`) return name;
+  }
+  return undefined;
+}
+
+/** ` — did you mean 'ttlMs'?` when {@link suggestOption} has one, else nothing. */
+function suggestion(key: string, known: Iterable<string>): string {
+  const near = suggestOption(key, known);
+  return near === undefined ? '' : `; did you mean '${near}'?`;
+}
+
+/**
+ * Refuses an option that is not `known` but looks like one that is (`ttl` for `ttlMs`): it would be ignored, and
+ * its known twin missing. Other unknown keys pass (callers may spread wider objects into the options).
+ * @throws InvalidRequestError naming the option given and the one meant.
+ */
+export function rejectMisnamedOptions(what: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const near = suggestOption(key, known);
+    if (near !== undefined) {
+      throw new InvalidRequestError(
+        `unknown ${what} option '${key}'${suggestion(key, known)} (known: ${[...known].sort().join(', ')})`,
+      );
+    }
+  }
+}
+
 export function mergeOptions<D extends object>(
   what: string,
   defaults: D,
@@ -130,7 +167,7 @@ export function mergeOptions<D extends object>(
   for (const [key, value] of Object.entries(options)) {
     if (!known.has(key)) {
       throw new InvalidRequestError(
-        `unknown ${what} option '${key}' (known: ${[...known].sort().join(', ')})`,
+        `unknown ${what} option '${key}'${suggestion(key, known)} (known: ${[...known].sort().join(', ')})`,
       );
     }
     if (value !== undefined) merged[key] = value;

@@ -129,7 +129,9 @@ export class FaultWorld {
       if (options.initialize ?? true) {
         // A brand-new cluster is initialized once every node is reachable and empty (DESIGN §3); after this,
         // scenarios may seed registers and every later coordinator finds the nodes voting.
-        const first = world.coordinator();
+        // A generous node timeout for this one start: on a saturated machine a probe may wait seconds for a node,
+        // and a node that did not answer in time makes the fresh cluster look unreachable (ready() then fails).
+        const first = world.coordinator({ nodeTimeoutMs: 30_000 });
         await first.ready();
         await world.closeCoordinator(first);
       }

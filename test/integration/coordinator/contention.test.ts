@@ -5,6 +5,7 @@ import { Coordinator } from '@fenced/coordinator';
 import { LeaseLostError, LockedError } from '@fenced/shared';
 import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
 import {
+  eventually,
   keysOf,
   nodeKeysOf,
   startCoordinatorFixture,
@@ -12,6 +13,9 @@ import {
   type CoordinatorFixture,
 } from '../../fixtures/coordinator-fixture.js';
 
+// Generous: on a saturated machine an fsync-always node may take seconds to answer, and none of these tests is about
+// how fast a node answers.
+const nodeTimeoutMs = 15_000;
 let env: RedisNodes;
 let coordinator: Coordinator;
 let raw: Redis[];
@@ -19,7 +23,7 @@ let cluster: CoordinatorFixture;
 const leaseKey = (resource: string): string => keysOf(resource).lease;
 
 beforeAll(async () => {
-  cluster = await startCoordinatorFixture(5, { coordinator: { nodeTimeoutMs: 1_000 } });
+  cluster = await startCoordinatorFixture(5, { coordinator: { nodeTimeoutMs } });
   ({ env, coordinator, raw } = cluster);
 });
 
@@ -36,7 +40,7 @@ describe('contention', () => {
     // Separate coordinators, as separate processes would be.
     const clients = Array.from(
       { length: workers },
-      () => new Coordinator({ nodes: env.urls, nodeTimeoutMs: 1_000 }),
+      () => new Coordinator({ nodes: env.urls, nodeTimeoutMs }),
     );
     try {
       await Promise.all(
@@ -64,22 +68,25 @@ describe('contention', () => {
 
   it('wakes a waiter on release instead of waiting for the retry fallback', async () => {
     const resource = unique('handover');
-    const holder = await coordinator.acquire(resource, { ttlMs: 30_000 });
-    const retryDelayMs = 5_000;
-    const waiterClient = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 1_000, retryDelayMs });
+    const holder = await coordinator.acquire(resource, { ttlMs: 120_000 });
+    const retryDelayMs = 40_000;
+    const waiterClient = new Coordinator({ nodes: env.urls, nodeTimeoutMs, retryDelayMs });
     try {
       await waiterClient.ready();
       let releasedAt = 0;
-      const waiting = waiterClient.acquire(resource, { ttlMs: 5_000, waitMs: 20_000 }).then((lease) => ({
-        lease,
-        wokeAfterMs: performance.now() - releasedAt,
-      }));
-      await sleep(300); // let the waiter fail its attempts and subscribe
+      let attempts = 0;
+      const waiting = waiterClient
+        .acquire(resource, { ttlMs: 5_000, waitMs: 90_000, onAttempt: () => void attempts++ })
+        .then((lease) => ({ lease, wokeAfterMs: performance.now() - releasedAt }));
+      waiting.catch(() => undefined); // awaited below; a failure before that must not surface as unhandled
+      // A waiter that failed its first attempt subscribes, then attempts again at once: after two attempts it
+      // listens for releases.
+      await eventually(() => attempts >= 2, { what: 'the waiter to subscribe', timeoutMs: 30_000 });
       releasedAt = performance.now();
       await holder.release();
       const { lease, wokeAfterMs } = await waiting;
-      // Without the release message the waiter would sleep for the holder's remaining ttl (~30 s) or the retry
-      // delay (5 s): getting it sooner proves the pub/sub wake-up (a logic check, not a latency threshold).
+      // Without the release message the waiter would sleep for the holder's remaining ttl (~120 s) or the retry
+      // delay (40 s): getting it sooner proves the pub/sub wake-up (a logic check, not a latency threshold).
       expect(wokeAfterMs).toBeLessThan(retryDelayMs);
       expect(lease.token).toBeGreaterThan(holder.token);
       await lease.release();
@@ -91,25 +98,36 @@ describe('contention', () => {
   it('hands each release to one waiter of the process, the longest waiting, and passes it on in order', async () => {
     const resource = unique('wake-one');
     // A fallback far beyond the test: every grant below comes from a release message.
-    const client = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 1_000, retryDelayMs: 60_000 });
+    const client = new Coordinator({ nodes: env.urls, nodeTimeoutMs, retryDelayMs: 60_000 });
     const heldChecks = async (): Promise<number> => {
       const stats = await Promise.all(raw.map((r) => r.info('commandstats')));
       return stats.reduce((sum, s) => sum + Number(/cmdstat_pttl:calls=(\d+)/.exec(s)?.[1] ?? 0), 0);
     };
     const order: number[] = [];
+    const attempts = [0, 0, 0, 0];
     const waiters: Promise<unknown>[] = [];
     try {
       // The holder shares the waiters' connections, so every node sees its release before their next acquire:
       // an attempt that then finds the lease held was woken for a release that was not its own.
       const holder = await client.acquire(resource, { ttlMs: 30_000 });
       const leases = Array.from({ length: 4 }, async (_, i) => {
-        await sleep(150 * i); // arrive one after another
-        const lease = await client.acquire(resource, { ttlMs: 30_000, waitMs: 30_000 });
+        // Arrive one after another: each once the one before is in line (subscribed, see below).
+        if (i > 0) await eventually(() => attempts[i - 1]! >= 2, { what: `waiter ${i - 1} to subscribe` });
+        const lease = await client.acquire(resource, {
+          ttlMs: 30_000,
+          waitMs: 30_000,
+          onAttempt: () => void attempts[i]!++,
+        });
         order.push(i);
         return lease;
       });
       waiters.push(...leases.map((p) => p.catch(() => undefined)));
-      await sleep(900); // every waiter has failed its first attempts and subscribed
+      // A waiter that failed its first attempt subscribes, then attempts again at once: after two attempts
+      // every waiter is in line for a release.
+      await eventually(() => attempts.every((n) => n >= 2), {
+        what: 'every waiter to subscribe',
+        timeoutMs: 30_000,
+      });
       const before = await heldChecks();
       await holder.release();
       const first = await leases[0]!;
@@ -201,9 +219,16 @@ describe('using', () => {
   it('extends the lease while the routine runs, keeps the token, and releases at the end', async () => {
     const resource = unique('using');
     let seen: bigint | undefined;
-    const result = await coordinator.using(resource, { ttlMs: 300 }, async (lease, signal) => {
+    // A ttl that leaves an extension seconds of room even on a saturated machine.
+    const result = await coordinator.using(resource, { ttlMs: 5_000 }, async (lease, signal) => {
       seen = lease.token;
-      await sleep(1_000); // more than three ttls
+      const firstExpiry = lease.expiresAt.getTime();
+      // Outlive the first grant: only extensions keep the lease held past it.
+      await eventually(() => Date.now() > firstExpiry + 500 && lease.expiresAt.getTime() > Date.now(), {
+        what: 'the routine to outlive its first grant',
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
       expect(signal.aborted).toBe(false);
       expect(await coordinator.inspect(resource)).toEqual({ held: true, token: lease.token });
       return 'done';
@@ -215,7 +240,7 @@ describe('using', () => {
 
   it('aborts the signal with LeaseLostError when an extension fails', async () => {
     const resource = unique('using-lost');
-    const reason = await coordinator.using(resource, { ttlMs: 300 }, async (_lease, signal) => {
+    const reason = await coordinator.using(resource, { ttlMs: 3_000 }, async (_lease, signal) => {
       await Promise.all(raw.map((r) => r.del(leaseKey(resource)))); // someone wiped the lease
       return new Promise<unknown>((resolve) =>
         signal.addEventListener('abort', () => resolve(signal.reason)),

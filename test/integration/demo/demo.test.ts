@@ -72,6 +72,8 @@ describe('npm run demo, scenario F1 (a holder paused past its TTL, then writes)'
     expect(html.match(/<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" class="timeline"/g)).toHaveLength(2);
     expect(html).toContain('stale write 1 accepted');
     expect(html).toContain('write 1 refused');
+    // The headline, computed from the two runs.
+    expect(html).toContain('The lock alone lost data in 1 of 1 scenario; with fenced, 0 of 1.');
   });
 
   it('stops every process it started and drops its schema', () => {

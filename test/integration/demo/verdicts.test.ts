@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { analyseRun } from '../../../demo/analysis.js';
+import { analyseRun, demoHeadline } from '../../../demo/analysis.js';
+import { SCENARIOS } from '../../../demo/scenarios.js';
+import { TerminalReport, createPainter, runMark } from '../../../demo/terminal-report.js';
+import { renderHtmlReport } from '../../../demo/html-report.js';
 import type { LoggedWrite } from '../../../demo/counter-table.js';
 import type { OpRecord, RunRecord, WorkerName } from '../../../demo/run-record.js';
 import type { Mode, WorkerOutcome } from '../../../demo/worker-protocol.js';
@@ -85,7 +88,7 @@ function story(mode: Mode, aWrite: 'accepted' | 'refused'): RunRecord {
 describe('demo verdicts', () => {
   it('passes an unprotected run that lost the update, naming the stale write', () => {
     const a = analyseRun(story('unprotected', 'accepted'));
-    expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: true, label: 'anomaly shown' });
+    expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: true, label: 'data lost' });
     expect(a.writes.find((w) => w.worker === 'A')?.status).toBe('stale-accepted');
     expect(a.grants.map((g) => [g.worker, g.label])).toEqual([
       ['A', 'grant #1'],
@@ -155,6 +158,75 @@ describe('demo verdicts', () => {
     const record = story('unprotected', 'accepted');
     record.error = 'B acquire failed';
     expect(analyseRun(record).verdict).toMatchObject({ passed: false, label: 'BROKEN' });
+  });
+
+  it('marks the runs by what happened to the data: a lost update red, intact data green', () => {
+    expect(runMark(analyseRun(story('unprotected', 'accepted')))).toBe('✗');
+    expect(runMark(analyseRun(story('fenced', 'refused')))).toBe('✔');
+    // A fenced run that lost data is marked as lost, and an unprotected run that provoked nothing is no success.
+    expect(runMark(analyseRun(story('fenced', 'accepted')))).toBe('✗');
+    const quiet = story('fenced', 'refused');
+    quiet.ops.pop();
+    expect(runMark(analyseRun(quiet))).toBe('?');
+  });
+
+  it('computes the headline from the runs: in how many scenarios each side lost data', () => {
+    const f1 = [analyseRun(story('unprotected', 'accepted')), analyseRun(story('fenced', 'refused'))];
+    expect(demoHeadline(f1)).toMatchObject({
+      scenarios: 1,
+      unprotectedLost: 1,
+      fencedLost: 0,
+      text: 'the lock alone lost data in 1 of 1 scenario; with fenced, 0 of 1',
+    });
+    // Negative controls: a fenced run that lost data counts against fenced, an unprotected run that lost nothing
+    // does not count for the lock.
+    const broken = [analyseRun(story('unprotected', 'refused')), analyseRun(story('fenced', 'accepted'))];
+    expect(demoHeadline(broken)).toMatchObject({ unprotectedLost: 0, fencedLost: 1 });
+  });
+
+  it('names every scenario in the summary, under the headline, with a red mark on each run that lost data', () => {
+    const lines: string[] = [];
+    const report = new TerminalReport((line) => lines.push(line), createPainter(false));
+    const runs = [analyseRun(story('unprotected', 'accepted')), analyseRun(story('fenced', 'refused'))];
+    report.summary(SCENARIOS, runs, [], 1);
+    const text = lines.join('\n');
+    expect(text).toContain('The lock alone lost data in 1 of 1 scenario; with fenced, 0 of 1.');
+    expect(text).toContain(`F1  ${SCENARIOS.find((s) => s.id === 'F1')!.title}`);
+    expect(text).toMatch(/unprotected +✗ data lost/);
+    expect(text).toMatch(/fenced +✔ safe/);
+    expect(text).not.toMatch(/unprotected +✔/);
+    const html = renderHtmlReport(SCENARIOS, runs, {
+      generatedAt: new Date(0),
+      environment: [],
+      skipped: [],
+      seconds: 1,
+    });
+    expect(html).toContain('The lock alone lost data in 1 of 1 scenario; with fenced, 0 of 1.');
+    expect(html).toContain(`F1</a> ${SCENARIOS.find((s) => s.id === 'F1')!.title}`);
+    expect(html).toContain('✗ data lost');
+  });
+
+  it('reports a grant that came back past the ttl as discarded, not as node timeouts', () => {
+    const record = story('fenced', 'refused');
+    // A's second acquire: paused past the ttl, its replies read after its node timers ran out.
+    record.ops.push({
+      worker: 'A',
+      op: 'acquire',
+      ttlMs: TTL,
+      waitMs: 0,
+      outcome: {
+        ok: false,
+        startedAt: 1_110,
+        endedAt: 1_110 + TTL + 111,
+        code: 'QUORUM_UNAVAILABLE',
+        message: 'no majority of nodes could vote: node 0 acquire got no reply within 978 ms',
+      },
+    });
+    const a = analyseRun(record);
+    const entry = a.timeline.find((e) => e.text.startsWith('not granted'));
+    expect(entry?.text).toMatch(/past the 1000 ms ttl, so the coordinator discarded it/);
+    expect(entry?.text).not.toMatch(/no reply within/);
+    expect(a.verdict.findings.join('\n')).toMatch(/late grant discarded/);
   });
 
   describe('F20: a forged token', () => {
@@ -232,10 +304,18 @@ describe('demo verdicts', () => {
 
     it('passes an unsigned run in which the forged maximum bricked the resource, naming the breach', () => {
       const a = analyseRun(forged('unprotected', 'accepted'));
-      expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: true, label: 'anomaly shown' });
+      expect(a.verdict).toMatchObject({ expectation: 'anomaly', passed: true, label: 'data lost' });
       const violations = a.verdict.checks.violations.join('\n');
       expect(violations).toMatch(/provenance: .*no grant of this resource has token 9223372036854775807/);
       expect(violations).toMatch(/provenance: .*refused as stale, yet no grant with a larger token/);
+      // The forging write is shown as the damage it does, not as a committed write.
+      const write = a.writes.find((w) => w.worker === 'A');
+      expect(write).toMatchObject({ status: 'forged-accepted' });
+      expect(write?.detail).toMatch(/fence is now at 9223372036854775807.*every later holder is refused/);
+      const entry = a.timeline.find((e) => e.text.includes('FORGED TOKEN ACCEPTED'));
+      expect(entry?.tone).toBe('bad');
+      expect(a.timeline.some((e) => e.lane === 'A' && e.text.startsWith('✓ committed'))).toBe(false);
+      expect(runMark(a)).toBe('✗');
     });
 
     it('passes a signed run whose forged write was refused with INVALID_PROOF', () => {

@@ -118,6 +118,15 @@ describe('service configuration from the environment', () => {
     expect(config.apiKeys).toEqual([]);
   });
 
+  it('names the FENCED_REDIS_URLS entry that is wrong, and how, without echoing it', () => {
+    const message = error({ FENCED_REDIS_URLS: 'redis://a:1, redis://user:secret@b:26371x, nope' });
+    expect(message).toContain(
+      "FENCED_REDIS_URLS entry 1 has the port '26371x': a port is a whole number from 0 to 65535",
+    );
+    expect(message).toContain('FENCED_REDIS_URLS entry 2 is not a redis:// or rediss:// URL with a host');
+    expect(message).not.toMatch(/secret|nope/);
+  });
+
   it('fails naming a missing FENCED_REDIS_URLS', () => {
     expect(error({})).toMatch(/FENCED_REDIS_URLS is required/);
     expect(error({ FENCED_REDIS_URLS: ' , ' })).toMatch(/FENCED_REDIS_URLS needs at least one/);
@@ -142,7 +151,7 @@ describe('service configuration from the environment', () => {
     expect(keys).toMatch(/FENCED_API_KEYS every key must be 16 to 512 visible ASCII characters/);
     expect(keys).not.toContain('good-key');
     const redis = error({ FENCED_REDIS_URLS: 'redis://:hunter2@10.0.0.1:6379,http://x' });
-    expect(redis).toMatch(/FENCED_REDIS_URLS every entry must be a redis:\/\/ or rediss:\/\/ URL/);
+    expect(redis).toMatch(/FENCED_REDIS_URLS entry 1 is not a redis:\/\/ or rediss:\/\/ URL/);
     expect(redis).not.toContain('hunter2');
   });
 

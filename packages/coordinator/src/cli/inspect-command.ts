@@ -13,7 +13,8 @@ was raised), read through @fenced/guarded-store when that package is installed. 
 Exit code 0 when the quorum answered, 1 when it could not be read, 2 for bad arguments.
 
   --database-url <url>         FENCED_DATABASE_URL: the guarded store's Postgres (postgres://...)
-  --schema <name>              the store's schema (default public)
+  --schema <name>              the store's schema (default public; without it, other schemas holding the
+                               resource's fence are named too)
   --json                       one JSON object: { resource, held, token?, nodes, fence }
   -h, --help                   this text
 ${CLUSTER_FLAGS_HELP}`;
@@ -81,7 +82,7 @@ export async function inspectCommand(context: CommandContext): Promise<number> {
           checked: false,
           reason: 'no database given (--database-url or FENCED_DATABASE_URL), so the fence was not checked',
         }
-      : await readFence(databaseUrl, schema, resource);
+      : await readFence(databaseUrl, schema, resource, undefined, values.schema === undefined);
   const report: InspectReport = { resource, ...lease, fence };
   if (values.json === true) context.output.out(toJson(report));
   else for (const line of describeInspect(report)) context.output.out(line);
@@ -107,9 +108,18 @@ export function describeInspect(report: InspectReport): string[] {
   }
   const fence = report.fence;
   if (!fence.checked) lines.push(`fence     not checked: ${fence.reason}`);
-  else if (fence.fence === null)
-    lines.push(`fence     none in schema ${fence.schema} (no guarded write reached it yet)`);
-  else {
+  else if (fence.fence === null) {
+    lines.push(
+      fence.migrated === false
+        ? `fence     none in schema ${fence.schema}: it has no fence table (the store's schema is another one?)`
+        : `fence     none in schema ${fence.schema} (no guarded write reached it yet)`,
+    );
+    for (const other of fence.elsewhere ?? []) {
+      lines.push(
+        `          but schema ${other.schema} has one: token ${other.token}, updated ${other.updatedAt.toISOString()} (pass --schema ${other.schema})`,
+      );
+    }
+  } else {
     lines.push(
       `fence     token ${fence.fence.token}, updated ${fence.fence.updatedAt.toISOString()} (schema ${fence.schema})`,
     );

@@ -16,6 +16,8 @@ export interface ServiceModule {
 /** What `serve` says when `@fenced/service` is not installed. */
 export const SERVICE_MISSING = `fenced-coordinator serve: the HTTP service is the package ${SERVICE_PACKAGE}, which is not installed here.
 Install it next to @fenced/coordinator (npm install ${SERVICE_PACKAGE}) and run fenced-coordinator serve again.
+fenced is not on the npm registry yet: in a clone of its repository, npm run pack writes the tarball
+(tarballs/fenced-service-<version>.tgz); npm install that file.
 The operator commands (status, inspect, repair, keygen) need only @fenced/coordinator.`;
 
 /** Whether `error` says that `specifier` itself (not one of its dependencies) cannot be found. */

@@ -679,6 +679,7 @@ export class NodeConnection implements ProtocolNode {
       }
       return;
     }
+    this.client.on('error', () => undefined); // a write failing while it quits (EPIPE) is no unhandled 'error' event
     try {
       await withTimeout(this.client.quit(), 1_000, 'quit');
     } catch {

@@ -23,7 +23,7 @@
 import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidRequestError, QuorumUnavailableError } from '@fenced/shared';
-import type { UnsafeNode } from '../errors.js';
+import { NodeTimeoutError, type UnsafeNode } from '../errors.js';
 import { MAX_TIMER_MS, type CoordinatorSettings } from '../options.js';
 import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
@@ -42,6 +42,7 @@ import {
 import { repairEmptySlots } from './slot-repair.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 import { NodeStateTracker, type NodeStateEvent } from './node-events.js';
+import { CLUSTER_ENTRY_PREFIX, redisUrlProblem } from './node-spec.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
 export interface NodeStatus {
@@ -102,6 +103,12 @@ export class NodeSet implements ProtocolContext {
   private readonly repairProblems = new Map<number, string>();
   private startup: Promise<void> | undefined;
   private recheckTimer: NodeJS.Timeout | undefined;
+  /**
+   * Nodes a call timed out on since their last probe. A hung node (SIGSTOP, a stalled disk) keeps its connection
+   * open and its last probe's "reachable": only a probe that times out too tells it down (a `nodeState` event), so
+   * the re-check probes these. Voting does not depend on it: a node that answers late is still asked.
+   */
+  private readonly timedOut = new Set<number>();
   private rechecking = false;
   private foldTimer: NodeJS.Timeout | undefined;
   private folding = false;
@@ -128,13 +135,18 @@ export class NodeSet implements ProtocolContext {
     if (nodes.length > 99) throw new InvalidRequestError('nodes must hold at most 99 nodes');
     this.probeTimeoutMs = Math.max(1_000, settings.nodeTimeoutMs);
     const connections: NodeConnection[] = [];
+    const sink: NodeErrorSink = (node, operation, error) => {
+      if (error instanceof NodeTimeoutError) this.timedOut.add(node);
+      reportError(node, operation, error);
+    };
     try {
       const seen = new Map<string, number>();
-      (nodes as Array<string | Redis>).forEach((node, index) => {
+      (nodes as Array<string | Redis>).forEach((given, index) => {
+        const node = typeof given === 'string' ? nodeUrl(given, index) : given;
         const connection =
           isClusterConfig(node) || isClusterClient(node)
-            ? ClusterConnection.create(index, node, settings.keyPrefix, reportError, this.probeTimeoutMs)
-            : new NodeConnection(index, node, settings.keyPrefix, reportError, this.probeTimeoutMs);
+            ? ClusterConnection.create(index, node, settings.keyPrefix, sink, this.probeTimeoutMs)
+            : new NodeConnection(index, node, settings.keyPrefix, sink, this.probeTimeoutMs);
         if (connection instanceof ClusterConnection) {
           connection.onSlotEmpty = () => {
             if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
@@ -474,12 +486,14 @@ export class NodeSet implements ProtocolContext {
               (n) =>
                 (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
                   n.lastProbe?.reachable === false ||
+                  this.timedOut.has(n.index) ||
                   (n.owned && n.client.status !== 'ready') ||
                   // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
                   (n.isCluster && !n.initialized)) &&
                 !this.repairs.has(n.index),
             );
       if (idle.length === 0) return;
+      for (const node of idle) this.timedOut.delete(node.index);
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
       await this.afterProbe();
       this.publishStates();
@@ -664,4 +678,22 @@ export class NodeSet implements ProtocolContext {
     if (node instanceof ClusterConnection) status.shards = node.currentShards();
     return status;
   }
+}
+
+/**
+ * A node given as a string, trimmed (`FENCED_REDIS_URLS.split(',')` of a list with spaces after its commas, as the
+ * service and the operator commands accept it).
+ * @throws InvalidRequestError naming the entry and what is wrong with it (a bad port, no host, another scheme)
+ */
+function nodeUrl(text: string, index: number): string {
+  const url = text.trim();
+  const problem = url.startsWith(CLUSTER_ENTRY_PREFIX)
+    ? `is a cluster: entry, the form of FENCED_REDIS_URLS; in nodes a Redis Cluster member is { cluster: [seed URLs] }`
+    : redisUrlProblem(url);
+  if (problem !== undefined) {
+    throw new InvalidRequestError(
+      `nodes[${index}] ${problem} (allowed: a redis:// or rediss:// URL with a host, or an ioredis client)`,
+    );
+  }
+  return url;
 }

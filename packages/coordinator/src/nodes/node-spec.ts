@@ -14,13 +14,32 @@ export const CLUSTER_ENTRY_PREFIX = 'cluster:';
 export const NODE_ENTRY_FORMS =
   'a redis:// or rediss:// URL with a host, or cluster:<url>+<url>+... (seed URLs of a Redis Cluster member)';
 
-function isRedisUrl(text: string): boolean {
+/** The port of a `redis://` or `rediss://` URL as written (after any `user:password@`), or undefined. */
+const WRITTEN_PORT = /^rediss?:\/\/(?:[^@/]*@)?(?:\[[^\]]*\]|[^:/?#]*):([^/?#]*)/i;
+
+/**
+ * Why `text` is not a redis:// or rediss:// URL with a host, or `undefined` when it is one. Names the wrong part
+ * without echoing the URL (it may carry a password); a port is quoted (it holds no secret).
+ */
+export function redisUrlProblem(text: string): string | undefined {
+  let url: URL;
   try {
-    const url = new URL(text);
-    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+    url = new URL(text);
   } catch {
-    return false;
+    const port = WRITTEN_PORT.exec(text)?.[1];
+    if (port !== undefined && (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65_535)) {
+      return `has the port '${port.slice(0, 16)}': a port is a whole number from 0 to 65535`;
+    }
+    return 'is not a redis:// or rediss:// URL';
   }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    return `has the scheme '${url.protocol.slice(0, 16)}//', not redis:// or rediss://`;
+  }
+  return url.hostname === '' ? 'has no host' : undefined;
+}
+
+function isRedisUrl(text: string): boolean {
+  return redisUrlProblem(text) === undefined;
 }
 
 /**
@@ -29,14 +48,19 @@ function isRedisUrl(text: string): boolean {
  */
 export function nodeEntryProblem(text: string): string | undefined {
   if (!text.startsWith(CLUSTER_ENTRY_PREFIX)) {
-    return isRedisUrl(text) ? undefined : `is not ${NODE_ENTRY_FORMS}`;
+    const problem = redisUrlProblem(text);
+    if (problem === undefined) return undefined;
+    // A wrong port is said as such; anything else is told the forms an entry may take.
+    return problem.startsWith('has the port') ? problem : `is not ${NODE_ENTRY_FORMS}`;
   }
   const seeds = text.slice(CLUSTER_ENTRY_PREFIX.length).split('+');
   if (seeds.length === 1 && seeds[0] === '')
     return 'is cluster: with no seed URL (cluster:redis://host:port+...)';
   const bad = seeds.findIndex((seed) => !isRedisUrl(seed));
-  return bad === -1
-    ? undefined
+  if (bad === -1) return undefined;
+  const problem = redisUrlProblem(seeds[bad]!);
+  return problem?.startsWith('has the port')
+    ? `is a cluster member whose seed ${bad} ${problem}`
     : `is a cluster member whose seed ${bad} is not a redis:// or rediss:// URL with a host (seeds are joined by +)`;
 }
 

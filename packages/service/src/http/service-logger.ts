@@ -36,10 +36,14 @@ function serializeError(value: unknown): unknown {
   return value instanceof Error ? pino.stdSerializers.err(value) : value;
 }
 
-/** The service's pino logger: JSON lines, redacted, with `service: 'fenced-coordinator'` on every line. */
+/**
+ * The service's pino logger: JSON lines, redacted, with `service: 'fenced-coordinator'` on every line and `time` in
+ * ISO 8601 (UTC), as operators read it.
+ */
 export function createServiceLogger(options: ServiceLoggerOptions = {}): Logger {
   const settings = {
     level: options.level ?? 'info',
+    timestamp: pino.stdTimeFunctions.isoTime,
     // The service logs errors as `err: safeError(error)`, a plain object that already holds the error's real
     // `type` (its name); pino's own serializer would name it after the plain object's constructor ("Object").
     serializers: { err: serializeError },

@@ -186,6 +186,16 @@ describe('fenced-coordinator inspect', () => {
         fixture.server.url,
       ]);
       expect(human.stdout).toContain(`fence     token ${lease.token}, updated `);
+      // Without --schema, public is read and has no fence of this resource: the schema that has one is named.
+      const unnamed = await run(['inspect', resource, '--database-url', fixture.server.url]);
+      expect(unnamed.code, unnamed.stderr).toBe(0);
+      expect(unnamed.stdout).toMatch(/fence {5}none in schema public/);
+      expect(unnamed.stdout).toContain(
+        `but schema ${fixture.schema.schema} has one: token ${lease.token}, updated `,
+      );
+      expect(unnamed.stdout).toContain(`(pass --schema ${fixture.schema.schema})`);
+      // Named, the schema is the answer: no search elsewhere.
+      expect(human.stdout).not.toContain('but schema');
     } finally {
       await lease.release();
     }

@@ -332,6 +332,8 @@ describe('folding per shard', () => {
       keyPrefix: 'fold',
       maxTtlMs: 1_000,
       tokenRetentionMs: 1_000,
+      // Generous: on a saturated machine a shard may take seconds to answer; this test is about folding.
+      nodeTimeoutMs: 30_000,
     });
     try {
       await coordinator.ready();
@@ -348,7 +350,7 @@ describe('folding per shard', () => {
       }
       const before = new Map<string, bigint>();
       for (const resource of resources) {
-        const lease = await coordinator.acquire(resource, { ttlMs: 1_000 });
+        const lease = await coordinator.acquire(resource, { ttlMs: 1_000, waitMs: 60_000 });
         before.set(resource, lease.token);
         await lease.release();
       }
@@ -370,7 +372,7 @@ describe('folding per shard', () => {
       expect(await registers()).toBeLessThanOrEqual(resources.length);
       await eventually(async () => (await registers()) === 0, {
         what: 'the idle registers to be folded',
-        timeoutMs: 40_000,
+        timeoutMs: 150_000,
         intervalMs: 500,
       });
       // A fresh process (no last token remembered) reads only what the nodes answer: the slots' floors.
@@ -378,10 +380,11 @@ describe('folding per shard', () => {
         nodes: members.map((m) => m.member),
         keyPrefix: 'fold',
         maxTtlMs: 1_000,
+        nodeTimeoutMs: 30_000,
       });
       try {
         for (const resource of resources) {
-          const lease = await fresh.acquire(resource, { ttlMs: 1_000 });
+          const lease = await fresh.acquire(resource, { ttlMs: 1_000, waitMs: 60_000 });
           expect(lease.token > before.get(resource)!).toBe(true);
           await lease.release();
         }
@@ -391,7 +394,7 @@ describe('folding per shard', () => {
     } finally {
       await coordinator.close();
     }
-  }, 90_000);
+  }, 300_000);
 });
 
 describe('Cluster clients of other copies of ioredis', () => {

@@ -65,7 +65,17 @@ async function pool<T, R>(
 describe('folding idle registers into the floor', () => {
   it('leaves a handful of keys per node after 20 000 resources went idle, and tokens still grow', async () => {
     const prefix = `fold-${randomUUID().slice(0, 8)}`;
-    const options = { nodes: env.urls, keyPrefix: prefix, maxTtlMs: 2_000, tokenRetentionMs: 3_000 };
+    // A generous node timeout: 64 acquires at once on a saturated machine may wait seconds for fsync-always nodes,
+    // and this test is about folding, not about how fast a node answers.
+    const options = {
+      nodes: env.urls,
+      keyPrefix: prefix,
+      maxTtlMs: 2_000,
+      tokenRetentionMs: 3_000,
+      nodeTimeoutMs: 30_000,
+    };
+    // The longest ttl the namespace allows, and a wait: an attempt slowed past its validity is retried, not failed.
+    const acquireOptions = { ttlMs: 2_000, waitMs: 120_000 };
     const resources = Array.from({ length: 20_000 }, (_, i) => `order:${i}`);
     const first = new Coordinator(options);
     await first.ready(); // initializes the fresh namespace (a node holding registers already is not fresh)
@@ -82,7 +92,7 @@ describe('folding idle registers into the floor', () => {
     let before: bigint[];
     try {
       before = await pool(resources, 64, async (resource) => {
-        const lease = await first.acquire(resource, { ttlMs: 1_000 });
+        const lease = await first.acquire(resource, acquireOptions);
         await lease.release();
         return lease.token;
       });
@@ -109,7 +119,7 @@ describe('folding idle registers into the floor', () => {
     const second = new Coordinator(options);
     try {
       const after = await pool(resources, 64, async (resource) => {
-        const lease = await second.acquire(resource, { ttlMs: 1_000 });
+        const lease = await second.acquire(resource, acquireOptions);
         await lease.release();
         return lease.token;
       });
@@ -128,6 +138,7 @@ describe('folding idle registers into the floor', () => {
       keyPrefix: prefix,
       maxTtlMs: 2_000,
       tokenRetentionMs: 2_000,
+      nodeTimeoutMs: 30_000,
     });
     try {
       const held = await coordinator.acquire('held', { ttlMs: 2_000 });

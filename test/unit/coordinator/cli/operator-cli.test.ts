@@ -151,6 +151,12 @@ describe("the commands' configuration", () => {
     ).toThrow(
       'FENCED_REDIS_URLS entry 0 is a cluster member whose seed 1 is not a redis:// or rediss:// URL with a host (seeds are joined by +)',
     );
+    expect(() =>
+      loadCliConfig('status', {}, { FENCED_REDIS_URLS: 'redis://h:1, redis://user:secret@h:26371x' }),
+    ).toThrow("FENCED_REDIS_URLS entry 1 has the port '26371x': a port is a whole number from 0 to 65535");
+    expect(() =>
+      loadCliConfig('status', {}, { FENCED_REDIS_URLS: 'cluster:redis://h:7000+redis://h:7001x' }),
+    ).toThrow("FENCED_REDIS_URLS entry 0 is a cluster member whose seed 1 has the port '7001x'");
     expect(() => loadCliConfig('status', {}, { FENCED_REDIS_URLS: 'cluster:' })).toThrow(
       'FENCED_REDIS_URLS entry 0 is cluster: with no seed URL (cluster:redis://host:port+...)',
     );
@@ -226,6 +232,7 @@ describe('serve', () => {
       );
     expect(await serveCommand(notFound, output)).toBe(2);
     expect(err.join('\n')).toContain('npm install @fenced/service');
+    expect(err.join('\n')).toContain('npm run pack writes the tarball');
     expect(err.join('\n')).toContain('status, inspect, repair, keygen');
 
     // A dependency of an installed service that is missing is not "the service is missing": it is thrown.

@@ -35,7 +35,7 @@ describe('CoordinatorClient options, validated at construction', () => {
 
   it('refuses an unknown option, naming the allowed ones', () => {
     expect(refusal({ baseUrl: 'http://127.0.0.1:8080', apikey: 'k'.repeat(20) }).message).toBe(
-      "unknown CoordinatorClient option 'apikey' (known: apiKey, baseUrl, fetch, maxAttempts, requestTimeoutMs, retryBaseDelayMs, retryMaxDelayMs)",
+      "unknown CoordinatorClient option 'apikey'; did you mean 'apiKey'? (known: apiKey, baseUrl, fetch, maxAttempts, requestTimeoutMs, retryBaseDelayMs, retryMaxDelayMs)",
     );
     expect(refusal(null).message).toBe('CoordinatorClient options must be an object, got null');
   });

@@ -4,6 +4,16 @@ import { safeError } from '../../../../packages/service/src/http/request-log.js'
 import { createServiceLogger } from '../../../../packages/service/src/http/service-logger.js';
 
 describe('the service log', () => {
+  it('stamps every line with its time in ISO 8601 (UTC), not epoch milliseconds', () => {
+    const lines: string[] = [];
+    const logger = createServiceLogger({ destination: { write: (line) => void lines.push(line) } });
+    const before = Date.now();
+    logger.info('started');
+    const { time } = JSON.parse(lines[0]!) as { time: unknown };
+    expect(time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(Date.parse(time as string)).toBeGreaterThanOrEqual(before - 1);
+  });
+
   it("prints an error's real type on the fatal start-up line, as server.ts logs it", () => {
     const lines: string[] = [];
     const logger = createServiceLogger({
