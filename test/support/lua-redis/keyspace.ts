@@ -20,7 +20,8 @@
  *   scripts may rely on is its guarantee, kept here: every key present for a whole iteration is returned (here
  *   exactly once), COUNT bounds the keys examined before MATCH filters them (so a call may return nothing with a
  *   non-zero cursor), expired keys are skipped. Keys are ordered by a 32-bit FNV-1a hash and the cursor is the next
- *   hash to examine, so a key added or removed between calls moves no other key.
+ *   hash to examine (masked to 32 bits, as Redis masks it with its table size), so a key added or removed between
+ *   calls moves no other key.
  * - A Cluster member's shard keeps its keys per slot (keySlot, the coordinator's own CRC16 in redlock/slots.ts),
  *   serves a set of slots, answers CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT (newest key first: Redis 7.0 prepends a
  *   key to its slot's list), refuses a script's access to a key of a slot it does not serve (or of a slot it is
@@ -678,7 +679,8 @@ function scanCommand(ks: Keyspace, argv: readonly string[]): Reply {
     else if (option === 'TYPE') type = value.toLowerCase();
     else throw syntaxError();
   }
-  const start = cursor > 0xffffffffn ? Infinity : Number(cursor);
+  // Redis masks the cursor with its table's size; this table has 2^32 buckets.
+  const start = Number(cursor & 0xffffffffn);
   const ordered = ks
     .liveKeys()
     .map((key) => ({ key, hash: scanHash(key) }))

@@ -417,24 +417,17 @@ function errorTable(L: LuaState, message: string): number {
 }
 
 /**
- * redis.error_reply's text (luaPushErrorBuff): "-CODE msg" keeps its code, "-msg" without a space and a text
- * without '-' get "ERR".
+ * redis.error_reply's text (luaRedisErrorReplyCommand, then luaPushErrorBuff): a '-' is put in front when missing;
+ * then "-CODE msg" keeps its code and a "-msg" without a space gets "ERR" ('FOO' becomes "ERR FOO").
  */
 function errorReplyText(L: LuaState): string {
   if (lua.lua_gettop(L) !== 1 || lua.lua_type(L, -1) !== lua.LUA_TSTRING) {
     return 'ERR wrong number or type of arguments';
   }
-  const text = lua.lua_tojsstring(L, -1);
-  let code = 'ERR';
-  let message = text;
-  if (text.startsWith('-')) {
-    const space = text.indexOf(' ');
-    if (space === -1) message = text.slice(1);
-    else {
-      code = text.slice(1, space);
-      message = text.slice(space + 1);
-    }
-  }
+  const raw = lua.lua_tojsstring(L, -1);
+  const text = raw.startsWith('-') ? raw : `-${raw}`;
+  const space = text.indexOf(' ');
+  const [code, message] = space === -1 ? ['ERR', text.slice(1)] : [text.slice(1, space), text.slice(space + 1)];
   return `${code} ${message.replace(/^[\r\n]+|[\r\n]+$/g, '')}`;
 }
 
