@@ -427,7 +427,8 @@ function errorReplyText(L: LuaState): string {
   const raw = lua.lua_tojsstring(L, -1);
   const text = raw.startsWith('-') ? raw : `-${raw}`;
   const space = text.indexOf(' ');
-  const [code, message] = space === -1 ? ['ERR', text.slice(1)] : [text.slice(1, space), text.slice(space + 1)];
+  const [code, message] =
+    space === -1 ? ['ERR', text.slice(1)] : [text.slice(1, space), text.slice(space + 1)];
   return `${code} ${message.replace(/^[\r\n]+|[\r\n]+$/g, '')}`;
 }
 

@@ -25,7 +25,7 @@ import {
 } from '../../../packages/coordinator/src/redlock/keys.js';
 import { keySlot, slotTag } from '../../../packages/coordinator/src/redlock/slots.js';
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
-import type { KeyDump, StoredValue } from './keyspace.js';
+import { globMatch, type KeyDump, type StoredValue } from './keyspace.js';
 import type { ScriptReply } from './lua-redis.js';
 
 /** The key prefix of every generated key. */
@@ -36,8 +36,11 @@ const LEASE_IDS = ['L1', 'L2', 'L3'] as const;
 const NONCES = ['n1', 'n2'] as const;
 const REPAIR_IDS = ['R1', 'R2'] as const;
 const EPOCHS = ['', 'E1', 'E2'] as const;
-/** Slots of the per-slot node state the slot scripts use (their tags come from redlock/slots.ts). */
-const SLOTS = [0, 1, 16383] as const;
+/**
+ * Slots of the per-slot node state the slot scripts use: each resource's own slot (both layouts keep a resource's
+ * keys there: `fx:{r1}:token` and `fx:{<tag of r1's slot>}:r1:token`), and two slots that hold no resource.
+ */
+const SLOTS = [...new Set([0, 16383, ...RESOURCES.map((r) => keySlot(r))])];
 
 export interface ScriptCall {
   readonly script: ScriptName;
@@ -46,12 +49,23 @@ export interface ScriptCall {
 }
 
 export interface ScriptDescriptor {
+  /**
+   * Also run against one master of a Redis Cluster member: the scripts whose work depends on cluster mode (CLUSTER
+   * commands, undeclared keys across slots, declared keys sharing one slot).
+   */
+  readonly cluster?: boolean;
   /** KEYS and ARGV as the coordinator sends them, and edge cases around them. */
   readonly call: fc.Arbitrary<{ readonly keys: readonly string[]; readonly args: readonly string[] }>;
   /** Marks the remaining ttls in a reply (wrapped as `{ ttl }`), compared within the time a test took. */
   readonly ttls?: (reply: ScriptReply) => ScriptReply;
   /** Puts the parts of a reply that follow SCAN or slot order into a canonical order. */
   readonly scanOrdered?: (reply: ScriptReply) => ScriptReply;
+  /**
+   * Keys a script visits in SCAN order and writes one by one: when the script fails part-way (a Redis script is
+   * not rolled back), which of them it had already written depends on the server's SCAN order, so after an error
+   * reply these keys are not compared.
+   */
+  readonly visitedInScanOrder?: (key: string) => boolean;
 }
 
 // --- values ---
@@ -107,7 +121,10 @@ const ttlArg = fc.oneof(
 );
 
 const settingsFields = fc.array(
-  fc.tuple(fc.constantFrom('maxTtlMs', 'nodeCount', 'clusterId'), fc.constantFrom('60000', '5000000', 'abc', '3')),
+  fc.tuple(
+    fc.constantFrom('maxTtlMs', 'nodeCount', 'clusterId'),
+    fc.constantFrom('60000', '5000000', 'abc', '3'),
+  ),
   { maxLength: 3 },
 );
 
@@ -122,7 +139,7 @@ function stringValue(role: Role): fc.Arbitrary<string> {
     case 'token':
       return tokenish;
     case 'seal':
-      return fc.constantFrom(...EPOCHS.filter((e) => e !== ''), '');
+      return fc.constantFrom(...EPOCHS);
     case 'repair':
       return fc.constantFrom(...REPAIR_IDS);
     case 'fold':
@@ -181,13 +198,16 @@ const UNIVERSE = universe();
 /** A ttl for a key of the initial state: none, or long enough to outlive a case on a real server. */
 const stateTtl = fc.option(fc.integer({ min: 60_000, max: 100_000_000 }), { nil: undefined, freq: 2 });
 
-/** An initial keyspace: some keys of the universe, each with a value of its role and an optional ttl. */
+/**
+ * An initial keyspace: some keys of the universe, each with a value of its role and an optional ttl. An incarnation
+ * key is usually there (most calls are then decided by what follows it), a seal or repair marker usually not.
+ */
 export const initialState: fc.Arbitrary<KeyDump[]> = fc
   .tuple(
     ...UNIVERSE.map(([key, role]) =>
       fc.option(
         fc.record({ value: valueFor(role), pttlMs: stateTtl }).map((v): KeyDump => ({ key, ...v })),
-        { nil: undefined, freq: 2 },
+        { nil: undefined, freq: role === 'incarnation' ? 6 : 2 },
       ),
     ),
   )
@@ -197,7 +217,8 @@ export const initialState: fc.Arbitrary<KeyDump[]> = fc
 
 const resource = fc.tuple(fc.constantFrom(...RESOURCES), fc.constantFrom(...LAYOUTS));
 const leaseId = fc.constantFrom(...LEASE_IDS);
-const epoch = fc.constantFrom(...EPOCHS);
+/** The caller's seal epoch: usually the one an unsealed node has (''), sometimes another. */
+const epoch = fc.constantFrom('', '', '', ...EPOCHS);
 const state = nodeStateKeys(PREFIX);
 
 /** Usually `valid`; sometimes one argument more or fewer (a caller bug, which the scripts refuse). */
@@ -219,9 +240,20 @@ const acquireItem = fc.record({ resource, leaseId, ttl: ttlArg, proposal: tokeni
 
 const pairs = (fields: [string, string][]): string[] => fields.flat();
 
+/**
+ * An error raised inside a loop over SCAN's keys comes from whichever bad key the server's order reached first, so
+ * its line (`on @user_script:<line>.`) is not compared.
+ */
+function errorLineUnordered(reply: ScriptReply): ScriptReply {
+  if (typeof reply === 'object' && reply !== null && !Array.isArray(reply) && 'error' in reply) {
+    return { error: reply.error.replace(/on @user_script:\d+\.$/, 'on @user_script:<line>.') };
+  }
+  return reply;
+}
+
 /** The scripts' reply of a repair read: {1, incarnation, next, floor, settings, registers, leases}. */
 function repairReadOrdered(reply: ScriptReply): ScriptReply {
-  if (!Array.isArray(reply) || reply[0] !== 1 || reply.length !== 7) return reply;
+  if (!Array.isArray(reply) || reply[0] !== 1 || reply.length !== 7) return errorLineUnordered(reply);
   const items = reply as readonly ScriptReply[];
   return [...items.slice(0, 5), sortGroups(items[5]!, 2), sortGroups(items[6]!, 3)];
 }
@@ -230,7 +262,10 @@ function repairReadTtls(reply: ScriptReply): ScriptReply {
   if (!Array.isArray(reply) || reply[0] !== 1 || reply.length !== 7) return reply;
   const items = reply as readonly ScriptReply[];
   const leases = items[6] as readonly ScriptReply[];
-  return [...items.slice(0, 6), leases.map((v, i) => (i % 3 === 2 && typeof v === 'number' ? { ttl: v } : v))];
+  return [
+    ...items.slice(0, 6),
+    leases.map((v, i) => (i % 3 === 2 && typeof v === 'number' ? { ttl: v } : v)),
+  ];
 }
 
 /** A flat list of groups of `size` (key first), sorted by key. */
@@ -239,12 +274,15 @@ function sortGroups(list: ScriptReply, size: number): ScriptReply {
   const items = list as readonly ScriptReply[];
   const groups: ScriptReply[][] = [];
   for (let i = 0; i < items.length; i += size) groups.push(items.slice(i, i + size));
-  return groups.sort((a, b) => String(a[0]).localeCompare(String(b[0]))).flat();
+  const keyOf = (group: ScriptReply[]): string => JSON.stringify(group[0]);
+  return groups.sort((a, b) => keyOf(a).localeCompare(keyOf(b))).flat();
 }
 
 const slot = fc.constantFrom(...SLOTS);
 const template = slotKeyTemplate(PREFIX);
-const slotTags = fc.uniqueArray(slot, { minLength: 1, maxLength: 3 }).map((slots) => slots.map(slotTag).join(','));
+const slotTags = fc
+  .uniqueArray(slot, { minLength: 1, maxLength: 3 })
+  .map((slots) => slots.map(slotTag).join(','));
 
 /** The descriptor table: one entry per script of packages/coordinator/lua. */
 export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
@@ -343,6 +381,7 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
     }),
     scanOrdered: repairReadOrdered,
     ttls: repairReadTtls,
+    cluster: true,
   },
   'repair-raise': {
     call: fc
@@ -353,10 +392,13 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
           maxLength: 3,
           selector: ([[r, layout]]) => `${r}/${layout}`,
         }),
-        leases: fc.uniqueArray(fc.tuple(resource, leaseId, token, fc.integer({ min: 30_000, max: 1_000_000 })), {
-          maxLength: 2,
-          selector: ([[r, layout]]) => `${r}/${layout}`,
-        }),
+        leases: fc.uniqueArray(
+          fc.tuple(resource, leaseId, token, fc.integer({ min: 30_000, max: 1_000_000 })),
+          {
+            maxLength: 2,
+            selector: ([[r, layout]]) => `${r}/${layout}`,
+          },
+        ),
         miscount: fc.constantFrom(0, 0, 0, 0, 0, 0, 1),
       })
       .map((c) => {
@@ -399,21 +441,26 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         keys: [state.incarnation, state.floor, state.fold],
         args: [c.cursor, '1000', tokenKeyPattern(PREFIX), c.minIdle, c.interval],
       })),
+    scanOrdered: errorLineUnordered,
+    visitedInScanOrder: (key) => globMatch(tokenKeyPattern(PREFIX), key),
   },
   'fold-slot': {
+    // The registers of one resource (both layouts keep them in the resource's slot) and that slot's state keys, as
+    // the Cluster fold groups them; sometimes a register of another resource's slot (CROSSSLOT on a Cluster member).
     call: fc
       .record({
-        slot,
-        registers: fc.uniqueArray(resource, { minLength: 1, maxLength: 4, selector: ([r, l]) => `${r}/${l}` }),
+        resource: fc.constantFrom(...RESOURCES),
+        layouts: fc.uniqueArray(fc.constantFrom(...LAYOUTS), { minLength: 1, maxLength: 2 }),
+        stranger: fc.option(resource, { nil: undefined, freq: 6 }),
         minIdle: fc.constantFrom('0', '100000'),
       })
       .map((c) => {
-        const k = nodeStateKeys(PREFIX, c.slot);
-        return {
-          keys: [k.incarnation, k.floor, ...c.registers.map(([r, l]) => resourceKeys(PREFIX, r, l).token)],
-          args: [c.minIdle],
-        };
+        const k = nodeStateKeys(PREFIX, keySlot(c.resource));
+        const registers = c.layouts.map((layout) => resourceKeys(PREFIX, c.resource, layout).token);
+        if (c.stranger !== undefined) registers.push(resourceKeys(PREFIX, ...c.stranger).token);
+        return { keys: [k.incarnation, k.floor, ...registers], args: [c.minIdle] };
       }),
+    cluster: true,
   },
   'fresh-init': {
     call: fc
@@ -462,12 +509,14 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
           ],
         };
       }),
+    cluster: true,
   },
   'probe-shard': {
     call: slotTags.map((tags) => ({
       keys: [],
       args: [template.head, template.tails.incarnation, template.tails.seal, tags],
     })),
+    cluster: true,
   },
   settings: {
     call: fc
@@ -482,9 +531,3 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
       })),
   },
 };
-
-/** The slot every key of a call must share on a Cluster member, or undefined when they do not share one. */
-export function commonSlot(keys: readonly string[]): number | undefined {
-  const slots = new Set(keys.map(keySlot));
-  return slots.size === 1 ? [...slots][0] : undefined;
-}
