@@ -98,10 +98,11 @@ function fromEmulator(reply: ScriptReply): Compared {
 /** Applies the descriptor's ttl marks and canonical order to a reply (either side). */
 function normalize(name: ScriptName, reply: Compared): Compared {
   const descriptor = SCRIPT_CALLS[name];
+  // Compared is ScriptReply's shape with errors as { error } (what ScriptReply's error elements are) and statuses
+  // as text, so the descriptor's functions apply to it.
   let value = reply as unknown as ScriptReply;
   if (descriptor.scanOrdered) value = descriptor.scanOrdered(value);
-  if (descriptor.ttls) value = descriptor.ttls(value);
-  return value as unknown as Compared;
+  return (descriptor.ttls ? descriptor.ttls(value) : value) as unknown as Compared;
 }
 
 /** Equal, with a ttl on the server lower than the emulator's by at most `slackMs`. */

@@ -48,6 +48,9 @@ export interface ScriptCall {
   readonly args: readonly string[];
 }
 
+/** A reply whose remaining ttls are marked `{ ttl }`. */
+export type MarkedReply = ScriptReply | { readonly ttl: number } | readonly MarkedReply[];
+
 export interface ScriptDescriptor {
   /**
    * Also run against one master of a Redis Cluster member: the scripts whose work depends on cluster mode (CLUSTER
@@ -57,7 +60,7 @@ export interface ScriptDescriptor {
   /** KEYS and ARGV as the coordinator sends them, and edge cases around them. */
   readonly call: fc.Arbitrary<{ readonly keys: readonly string[]; readonly args: readonly string[] }>;
   /** Marks the remaining ttls in a reply (wrapped as `{ ttl }`), compared within the time a test took. */
-  readonly ttls?: (reply: ScriptReply) => ScriptReply;
+  readonly ttls?: (reply: ScriptReply) => MarkedReply;
   /** Puts the parts of a reply that follow SCAN or slot order into a canonical order. */
   readonly scanOrdered?: (reply: ScriptReply) => ScriptReply;
   /**
@@ -258,7 +261,7 @@ function repairReadOrdered(reply: ScriptReply): ScriptReply {
   return [...items.slice(0, 5), sortGroups(items[5]!, 2), sortGroups(items[6]!, 3)];
 }
 
-function repairReadTtls(reply: ScriptReply): ScriptReply {
+function repairReadTtls(reply: ScriptReply): MarkedReply {
   if (!Array.isArray(reply) || reply[0] !== 1 || reply.length !== 7) return reply;
   const items = reply as readonly ScriptReply[];
   const leases = items[6] as readonly ScriptReply[];
@@ -300,9 +303,9 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
       }),
     ),
     // {2, pttl, cur}: HELD carries the holder's remaining ttl.
-    ttls: (reply) =>
+    ttls: (reply): MarkedReply =>
       Array.isArray(reply)
-        ? (reply as readonly ScriptReply[]).map((item) =>
+        ? (reply as readonly ScriptReply[]).map((item): MarkedReply =>
             Array.isArray(item) && item[0] === 2 && typeof item[1] === 'number' && item[1] > 0
               ? [2, { ttl: item[1] }, ...(item as readonly ScriptReply[]).slice(2)]
               : item,
