@@ -121,6 +121,7 @@ try {
               TTL_MS,
               token,
               seals[n]!,
+              clients.length,
             )) as unknown[][];
             if (JSON.stringify(reply) !== '[[1,1]]') unexpected++;
           }),

@@ -79,11 +79,14 @@ async function run(detectionOff: boolean): Promise<Outcome> {
   await init.ready();
   await world.closeCoordinator(init);
 
-  // Seed the hit resources' registers far ahead on A and C (raw writes through Cluster clients).
+  // Seed the hit resources' registers far ahead on A and C (raw writes through Cluster clients). On a member, every
+  // resource of a slot is promised in the slot's floor (include/node-state.lua): that is the register to seed.
   for (const member of [a, c]) {
     const raw = new Redis.Cluster([{ host: '127.0.0.1', port: member.masters[0]!.port }]);
     try {
-      for (const resource of hit) await raw.set(keysOf(resource, prefix).token, AHEAD.toString());
+      for (const resource of hit) {
+        await raw.set(nodeStateKeys(prefix, keySlot(keysOf(resource, prefix).lease)).floor, AHEAD.toString());
+      }
     } finally {
       raw.disconnect();
     }
@@ -109,6 +112,7 @@ async function run(detectionOff: boolean): Promise<Outcome> {
     try {
       for (const [start, end] of await a.slotsOf(x)) {
         const pipeline = raw.pipeline();
+        // Unstamped, so only its presence is checked (include/node-state.lua): the incarnation key as the only proof.
         for (let slot = start; slot <= end; slot++)
           pipeline.set(nodeStateKeys(prefix, slot).incarnation, 'back');
         await pipeline.exec();

@@ -5,7 +5,8 @@
 -- KEYS[1]      incarnation key  `<prefix>:node:incarnation` (absent = this node restarted empty)
 -- KEYS[2]      floor            `<prefix>:node:floor` (what an absent register reads as; absent = 0)
 -- KEYS[3]      seal epoch       `<prefix>:node:seal` (absent = '')
--- KEYS[4]      settings         `<prefix>:node:settings` (hash; field maxTtlMs bounds the ttl when present)
+-- KEYS[4]      settings         `<prefix>:node:settings` (hash; maxTtlMs bounds the ttl, nodeCount and keyLayout must
+--                                 match the caller's, each when present: include/node-state.lua)
 -- KEYS[3i+2]   lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock': the resource name     (i = 1 .. n)
 -- KEYS[3i+3]   lease record     `<leaseId>|<token>`: the lease key itself ('fenced') or a key beside it ('redlock')
 -- KEYS[3i+4]   token register   `<prefix>:{<resource>}:token` (or beside the lease key), `cur` as a decimal string
@@ -15,6 +16,8 @@
 -- ARGV[4i-2]   ttl in milliseconds (integer)
 -- ARGV[4i-1]   proposed token t (canonical decimal string, 1 ..= 2^63-1)
 -- ARGV[4i]     the seal epoch the caller last saw for this node ('' for none)
+-- ARGV[4n+1]   the number of nodes the caller counts its quorum over (decimal)
+-- The key layout of item i is the one its keys are in: 'fenced' when KEYS[3i+3] is KEYS[3i+2], else 'redlock'.
 --
 -- Returns an array of n replies, the i-th for the i-th acquire:
 --   {1, 1}          GRANTED and PROMISED: the record now holds `<leaseId>|<t>` for ttl ms (and a separate lease
@@ -22,12 +25,15 @@
 --                   (the client knows t, so it is not sent back).
 --   {1, 0, cur}     GRANTED, promise REFUSED: t <= cur, cur unchanged (decimal string).
 --   {2, pttl, cur}  HELD: another lease holds the key; pttl is its remaining ttl in ms (-1: no expiry).
---   {3}             NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
+--   {3}             NOT_INITIALIZED: the incarnation key is missing, or this Cluster slot cannot prove it holds what it
+--                   promised (include/node-state.lua); this node must not vote.
 --   {4}             CORRUPT: the token register or the floor does not hold a decimal token; no vote.
 --   {7, message}    CALL_ERROR: this call raised a Redis error (see include/call-error.lua); no vote.
 --   {13, epoch}     SEALED: ARGV[4i] is not the node's seal epoch (a repair read this node since the caller
 --                   last looked); nothing written. The caller remembers `epoch` for its next round.
 --   {14, max}       TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing written.
+--   {15, field, v}  SETTINGS_MISMATCH: the caller's nodeCount or key layout is not the one recorded on this node
+--                   (`v`); nothing written. The caller re-reads the cluster's settings before its next round.
 -- An argument count that does not match KEYS is an error reply (a caller bug, never a vote).
 --
 -- Tokens are compared as decimal strings (length, then two parts of at most ten digits, include/decimal-token.lua):
@@ -36,20 +42,28 @@
 -- @include decimal-token
 -- @include lease-value
 -- @include seal
+-- @include node-state
+-- @include settings-check
 -- @include call-error
 
 local n = (#KEYS - 4) / 3
-if n < 1 or n % 1 ~= 0 or #ARGV ~= 4 * n then
-  return redis.error_reply('ERR fenced acquire: expected 4 + 3n keys and 4n arguments')
+if n < 1 or n % 1 ~= 0 or #ARGV ~= 4 * n + 1 then
+  return redis.error_reply('ERR fenced acquire: expected 4 + 3n keys and 4n + 1 arguments')
 end
 
-local initialized = redis.call('EXISTS', KEYS[1]) == 1
+local initialized = node_may_vote(KEYS[1], {KEYS[2], KEYS[3], KEYS[4]})
 local epoch = seal_epoch(KEYS[3])
-local max_ttl = recorded_max_ttl(KEYS[4])
+local recorded = recorded_settings(KEYS[4])
+local max_ttl = recorded.max_ttl
+local node_count = ARGV[4 * n + 1]
 
 local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, proposal, caller_epoch)
   if not initialized then
     return {3}
+  end
+  local mismatch = settings_mismatch(recorded, node_count, record_key == lease_key and 'fenced' or 'redlock')
+  if mismatch ~= nil then
+    return mismatch
   end
   -- The seal: a round that began before a repair read this node records nothing here (nodes/repair.ts).
   if caller_epoch ~= epoch then

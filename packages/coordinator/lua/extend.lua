@@ -1,32 +1,43 @@
 -- extend.lua: compare-and-extend (DESIGN §2.6). Never touches the token register: extending keeps the token.
 --
 -- KEYS[1]  incarnation key  `<prefix>:node:incarnation`
--- KEYS[2]  settings         `<prefix>:node:settings` (hash; field maxTtlMs bounds the ttl when present)
+-- KEYS[2]  settings         `<prefix>:node:settings` (hash; maxTtlMs bounds the ttl, nodeCount and keyLayout must
+--                            match the caller's, each when present: include/node-state.lua)
 -- KEYS[3]  lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock': the resource name
 -- KEYS[4]  lease record     `<leaseId>|<token>`: KEYS[3] itself ('fenced') or a key beside it ('redlock')
 -- ARGV[1]  lease id
 -- ARGV[2]  new ttl in milliseconds (integer)
+-- ARGV[3]  the number of nodes the caller counts its quorum over (decimal)
+-- The key layout is the one the keys are in: 'fenced' when KEYS[4] is KEYS[3], else 'redlock'.
 --
 -- Returns
 --   {1, token}  EXTENDED: the key held ARGV[1] and now expires in ARGV[2] ms (and the record with it, when it is
 --               this lease's); token is the decimal token part of the record ('' when it carries none).
 --   {2}         NOT_HELD: the key is absent (expired, released) or holds another lease.
---   {3}         NOT_INITIALIZED: the incarnation key is missing; this node must not vote.
+--   {3}         NOT_INITIALIZED: the incarnation key is missing, or this Cluster slot sits on a shard that did not
+--               stamp it (include/node-state.lua); this node must not vote.
 --   {14, max}   TTL_ABOVE_MAX: the ttl exceeds the cluster's maxTtlMs recorded on this node; nothing changed.
+--   {15, field, v} SETTINGS_MISMATCH: the caller's nodeCount or key layout is not the one recorded here (`v`);
+--               nothing changed.
 --
 -- Extend records no promise, so it carries no seal epoch: a repair copies a lease with the remaining ttl it read,
 -- and an extend that lands on a source after that read only leaves the repaired node's copy shorter (lease
 -- exclusion is an efficiency matter; no token argument rests on it).
 
 -- @include lease-value
--- @include seal
+-- @include node-state
+-- @include settings-check
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if not node_may_vote(KEYS[1], {KEYS[2]}) then
   return {3}
 end
-local max_ttl = recorded_max_ttl(KEYS[2])
-if max_ttl ~= nil and tonumber(ARGV[2]) > max_ttl then
-  return {14, max_ttl}
+local recorded = recorded_settings(KEYS[2])
+local mismatch = settings_mismatch(recorded, ARGV[3], KEYS[4] == KEYS[3] and 'fenced' or 'redlock')
+if mismatch ~= nil then
+  return mismatch
+end
+if recorded.max_ttl ~= nil and tonumber(ARGV[2]) > recorded.max_ttl then
+  return {14, recorded.max_ttl}
 end
 
 local value = redis.call('GET', KEYS[3])

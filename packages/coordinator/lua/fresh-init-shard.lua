@@ -19,30 +19,31 @@
 -- ARGV[3]  'mark': the mark's ttl in milliseconds; 'init': the new incarnation id; 'check': ''
 -- ARGV[4]  head of every node-state key, `<prefix>:node:{`
 -- ARGV[5]  tail of the incarnation key `}:incarnation`; ARGV[6] of this initialization's mark `}:fresh:<nonce>`;
---          ARGV[7] of the settings `}:settings`
--- ARGV[8]  m, how many settings values follow (twice the number of fields; 0 unless 'init')
--- ARGV[9 .. 8+m]  'init': the cluster's settings as field/value pairs
--- ARGV[9+m]      the slots' tags, joined by ',' (a tag is [0-9a-z]+; one argument, not thousands)
+--          ARGV[7] of the settings `}:settings`; ARGV[8] of the floor `}:floor`; ARGV[9] of the seal `}:seal`
+-- ARGV[10] m, how many settings values follow (twice the number of fields; 0 unless 'init')
+-- ARGV[11 .. 10+m]  'init': the cluster's settings as field/value pairs
+-- ARGV[11+m]      the slots' tags, joined by ',' (a tag is [0-9a-z]+; one argument, not thousands)
 --
 -- Returns
 --   {1, steps}  `steps` holds one character per slot, in the tags' order: fresh-init.lua's reply code for that
 --               slot in base 36 — '1' OK, 'a' INITIALIZED (10), 'c' NO_INIT_MARK (12). One string, not an array
 --               per slot: a thousand nested replies cost the caller's event loop more than the step cost Redis.
 
+-- @include node-state
 -- @include fresh-init-step
 
 local head = ARGV[4]
-local m = tonumber(ARGV[8])
+local m = tonumber(ARGV[10])
 local settings = {}
-for i = 9, 8 + m do
+for i = 11, 10 + m do
   settings[#settings + 1] = ARGV[i]
 end
 local base36 = '0123456789abcdefghijklmnopqrstuvwxyz'
 local steps = {}
-for tag in string.gmatch(ARGV[9 + m], '[^,]+') do
+for tag in string.gmatch(ARGV[11 + m], '[^,]+') do
   local base = head .. tag
-  local code =
-    fresh_init_step(base .. ARGV[5], base .. ARGV[6], base .. ARGV[7], ARGV[1], ARGV[2], ARGV[3], settings)[1]
+  local code = fresh_init_step(base .. ARGV[5], base .. ARGV[6], base .. ARGV[7], base .. ARGV[8], base .. ARGV[9],
+    ARGV[1], ARGV[2], ARGV[3], settings)[1]
   steps[#steps + 1] = string.sub(base36, code + 1, code + 1)
 end
 return {1, table.concat(steps)}

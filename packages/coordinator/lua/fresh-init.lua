@@ -8,9 +8,12 @@
 -- KEYS[2]  init mark        `<prefix>:node:fresh:<nonce>`, this initialization's own mark (it holds the nonce and
 --                            lives ARGV[3] ms from 'mark')
 -- KEYS[3]  settings         `<prefix>:node:settings` (hash): the cluster's settings, recorded by 'init'
+-- KEYS[4]  floor            `<prefix>:node:floor`; KEYS[5] seal epoch `<prefix>:node:seal` (a Cluster slot's
+--                            witnesses, written by 'init': include/node-state.lua)
 -- ARGV[1]  'mark' (step 1), 'check' (step 2) or 'init' (step 3)
 -- ARGV[2]  nonce of this initialization
--- ARGV[3]  'mark': how long the mark lives, in milliseconds (integer); 'init': the new incarnation id;
+-- ARGV[3]  'mark': how long the mark lives, in milliseconds (integer); 'init': the new incarnation id (ending in
+--          '@' for a Cluster slot, stamped with this shard's id);
 --          'check': unused ('')
 -- ARGV[4..] 'init': the cluster's settings as field/value pairs (nodes/cluster-settings.ts)
 --
@@ -22,10 +25,11 @@
 --   {12}  NO_INIT_MARK ('check', 'init'): our init mark is gone — the node restarted since step 1, or the mark
 --         expired. Nothing was written; this initialization gives up.
 
+-- @include node-state
 -- @include fresh-init-step
 
 local settings = {}
 for i = 4, #ARGV do
   settings[#settings + 1] = ARGV[i]
 end
-return fresh_init_step(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], settings)
+return fresh_init_step(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], settings)

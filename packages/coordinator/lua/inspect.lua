@@ -8,11 +8,13 @@
 --   {1, held, token}  held is 1 when a lease key exists, else 0; token is the decimal token part of its record
 --                     ('' when not held, when the value carries none, or when the record is not the holder's:
 --                     a key set by another program in the 'redlock' layout).
---   {3}               NOT_INITIALIZED: the incarnation key is missing; this node's view does not count.
+--   {3}               NOT_INITIALIZED: the incarnation key is missing, or this Cluster slot sits on a shard that did
+--                     not stamp it (include/node-state.lua); this node's view does not count.
 
 -- @include lease-value
+-- @include node-state
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if not node_may_vote(KEYS[1], {}) then
   return {3}
 end
 

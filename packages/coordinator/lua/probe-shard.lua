@@ -12,11 +12,16 @@
 -- ARGV[1]  head of every node-state key, `<prefix>:node:{`
 -- ARGV[2]  tail of the incarnation key `}:incarnation`; ARGV[3] of the seal epoch `}:seal`
 -- ARGV[4]  the slots' tags, joined by ',' (a tag is [0-9a-z]+; one argument, not thousands)
+-- ARGV[5]  tail of the floor `}:floor`; ARGV[6] of the settings `}:settings` (with the seal: a stamped slot's
+--          witnesses, include/node-state.lua)
 --
 -- Returns
---   {1, flags, epochs}  OK: `flags` holds one character per slot in the tags' order, '1' where the incarnation key
---                       exists, else '0'; `epochs` lists {position, epoch} pairs (position 1-based, in the tags'
+--   {1, flags, epochs}  OK: `flags` holds one character per slot in the tags' order, '1' where the slot may vote
+--                       (include/node-state.lua: its incarnation key, and for a stamped slot this shard's stamp and
+--                       every witness), else '0'; `epochs` lists {position, epoch} pairs (position 1-based, in the tags'
 --                       order) for the slots whose seal epoch is set.
+
+-- @include node-state
 
 local flags = {}
 local epochs = {}
@@ -24,7 +29,7 @@ local position = 0
 for tag in string.gmatch(ARGV[4], '[^,]+') do
   position = position + 1
   local base = ARGV[1] .. tag
-  flags[#flags + 1] = redis.call('EXISTS', base .. ARGV[2]) == 1 and '1' or '0'
+  flags[#flags + 1] = node_may_vote(base .. ARGV[2], {base .. ARGV[5], base .. ARGV[3], base .. ARGV[6]}) and '1' or '0'
   local epoch = redis.call('GET', base .. ARGV[3])
   if epoch then
     epochs[#epochs + 1] = position

@@ -54,11 +54,14 @@ for from = 1, r, CHUNK do
   local raise = {}
   for i = from, to do
     -- An absent register reads as the floor (raised above, if the sources' floor is higher).
+    -- A present one reads as max(register, floor) (include/decimal-token.lua: a node never answers below its floor).
     local cur = values[i - from + 1]
     if cur == false then
       cur = floor
     elseif not is_token(cur) then
       return {4}
+    else
+      cur = max_token(cur, floor)
     end
     if greater(ARGV[3 + i], cur) then
       raise[#raise + 1] = KEYS[2 + i]

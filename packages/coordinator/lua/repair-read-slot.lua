@@ -17,15 +17,17 @@
 --
 -- Returns the replies of repair-read.lua, with `next` always '0' (the slot was read in full):
 --   {1, incarnation, '0', floor, settings, registers, leases}
---   {3}  NOT_INITIALIZED: no incarnation key: this slot lost its state and must not be a source. Not sealed.
+--   {3}  NOT_INITIALIZED: no incarnation key, or the slot cannot prove it holds what it promised
+--        (include/node-state.lua): it must not be a source. Not sealed.
 --   {8}  UNDER_REPAIR: a repair marker is present: this slot must not be a source. Not sealed.
 --   {4}  CORRUPT: the floor holds something other than a decimal token.
 
 -- @include decimal-token
 -- @include source-keys
+-- @include node-state
 
 local incarnation = redis.call('GET', KEYS[1])
-if incarnation == false then
+if incarnation == false or not node_may_vote(KEYS[1], {KEYS[3], KEYS[4], KEYS[5]}) then
   return {3}
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
@@ -48,5 +50,5 @@ for _, key in ipairs(keys) do
     own[#own + 1] = key
   end
 end
-collect_source_keys(own, registers, leases)
+collect_source_keys(own, floor, registers, leases)
 return {1, incarnation, '0', floor, redis.call('HGETALL', KEYS[5]), registers, leases}

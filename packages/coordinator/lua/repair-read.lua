@@ -28,7 +28,8 @@
 --        absent), `settings` the settings hash as a flat field/value array, `registers` a flat array of
 --        key, value (only registers that hold a decimal token), `leases` a flat array of key, value, pttl (only
 --        lease keys with a positive remaining ttl).
---   {3}  NOT_INITIALIZED: no incarnation key: this node lost its state and must not be a source. Not sealed.
+--   {3}  NOT_INITIALIZED: no incarnation key (this node lost its state), or a Cluster slot that cannot prove it
+--        holds what it promised (include/node-state.lua): it must not be a source. Not sealed.
 --   {8}  UNDER_REPAIR: a repair marker is present: this node must not be a source. Not sealed.
 --   {9}  INCARNATION_CHANGED: the incarnation differs from ARGV[4]: the node restarted during the read.
 --   {4}  CORRUPT: the floor holds something other than a decimal token.
@@ -38,9 +39,10 @@
 
 -- @include decimal-token
 -- @include source-keys
+-- @include node-state
 
 local incarnation = redis.call('GET', KEYS[1])
-if incarnation == false then
+if incarnation == false or not node_may_vote(KEYS[1], {KEYS[3], KEYS[4], KEYS[5]}) then
   return {3}
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
@@ -59,5 +61,5 @@ end
 local scan = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[3], 'COUNT', ARGV[2])
 local registers = {}
 local leases = {}
-collect_source_keys(scan[2], registers, leases)
+collect_source_keys(scan[2], floor, registers, leases)
 return {1, incarnation, scan[1], floor, redis.call('HGETALL', KEYS[5]), registers, leases}

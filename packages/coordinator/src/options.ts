@@ -100,10 +100,13 @@ export interface CoordinatorOptions {
    */
   maxTtlMs?: number;
   /**
-   * What `ready()` does when `maxTtlMs` differs from the cluster's maxTtlMs recorded on the nodes:
-   * `'require-match'` refuses to start with a ClusterSettingsError naming both values; `'adopt'` runs with the
-   * recorded value instead (and `tokenRetentionMs` at least that). A node count that differs from the recorded one
-   * is refused either way: processes that count different nodes break the token guarantees.
+   * What the coordinator does when a `maxTtlMs` or `keyLayout` you set differs from the cluster's recorded on the
+   * nodes: `'require-match'` refuses with a ClusterSettingsError naming both values; `'adopt'` runs with the recorded
+   * value instead (and `tokenRetentionMs` at least that). A setting you did not set always adopts the recorded one, so
+   * every product on its defaults works over the same nodes. Checked at `ready()` and again whenever a node refuses a
+   * call for its settings (the nodes check them on every call that records a promise or a lease). A node count that
+   * differs from the recorded one is refused either way: processes that count different nodes break the token
+   * guarantees.
    * @defaultValue `'require-match'`
    */
   clusterSettings?: ClusterSettingsMode;
@@ -132,8 +135,15 @@ export interface CoordinatorOptions {
   signingKey?: SigningKey;
 }
 
-/** The resolved options (every option but `nodes`, defaults filled in); the signing key is not among them (it stays inside the coordinator's signer). */
-export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes' | 'signingKey'>>;
+/**
+ * The resolved options (every option but `nodes`, defaults filled in); the signing key is not among them (it stays
+ * inside the coordinator's signer). `explicit` tells which of the cluster's settings the caller set: one it did not
+ * set adopts the value recorded on the nodes (defaults agree between products, DESIGN §3); one it set and that
+ * differs is refused unless `clusterSettings` is `'adopt'`.
+ */
+export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes' | 'signingKey'>> & {
+  readonly explicit: { readonly maxTtlMs: boolean; readonly keyLayout: boolean };
+};
 
 /** Defaults of every {@link CoordinatorOptions} option but `nodes` (none) and `tokenRetentionMs` (twice `maxTtlMs`). */
 export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
@@ -147,7 +157,7 @@ export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
   maxTtlMs: 3_600_000,
   clusterSettings: 'require-match',
   unsafeAllowUnsafeNodes: false,
-} satisfies Omit<CoordinatorSettings, 'tokenRetentionMs'>);
+} satisfies Omit<CoordinatorSettings, 'tokenRetentionMs' | 'explicit'>);
 
 /** Largest `waitMs`, `tokenRetentionMs` and delay accepted: what a Node.js timer can hold (about 24.8 days). */
 export { MAX_TIMER_MS };
@@ -188,6 +198,10 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
     ),
     clusterSettings: clusterSettingsMode(merged.clusterSettings),
     unsafeAllowUnsafeNodes: assertBoolean('unsafeAllowUnsafeNodes', merged.unsafeAllowUnsafeNodes),
+    explicit: Object.freeze({
+      maxTtlMs: options.maxTtlMs !== undefined,
+      keyLayout: options.keyLayout !== undefined,
+    }),
   };
   if (settings.maxTtlMs < smallestUsableTtlMs(settings)) {
     throw new InvalidRequestError(

@@ -32,8 +32,12 @@ export interface ServiceConfig {
   readonly healthAuth: HealthAuth;
   /** `FENCED_MIN_TTL_MS`. */
   readonly minTtlMs: number;
-  /** `FENCED_MAX_TTL_MS`: also the coordinator's `maxTtlMs` (must match the cluster's recorded one). */
-  readonly maxTtlMs: number;
+  /**
+   * `FENCED_MAX_TTL_MS`: also the coordinator's `maxTtlMs`. Unset (undefined), the service runs with the cluster's
+   * maxTtlMs recorded on the nodes (and a fresh cluster records the coordinator's default, one hour): every product
+   * on its defaults works over the same nodes. Set, it must match the recorded one (see FENCED_CLUSTER_SETTINGS).
+   */
+  readonly maxTtlMs: number | undefined;
   /**
    * `FENCED_CLUSTER_SETTINGS`: the coordinator's `clusterSettings`, when set — `require-match` (refuse to start when
    * FENCED_MAX_TTL_MS differs from the cluster's maxTtlMs recorded on the nodes) or `adopt` (run with the recorded).
@@ -98,7 +102,6 @@ export const DEFAULT_SERVICE_CONFIG = Object.freeze({
   authOff: false,
   healthAuth: DEFAULT_APP_OPTIONS.healthAuth,
   minTtlMs: DEFAULT_APP_OPTIONS.minTtlMs,
-  maxTtlMs: DEFAULT_APP_OPTIONS.maxTtlMs,
   maxWaitMs: DEFAULT_APP_OPTIONS.maxWaitMs,
   bodyLimitBytes: DEFAULT_APP_OPTIONS.bodyLimitBytes,
   unsafeAllowUnsafeNodes: false,
@@ -266,7 +269,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     authOff: e.FENCED_AUTH === 'off',
     healthAuth: e.FENCED_HEALTH_AUTH ?? d.healthAuth,
     minTtlMs: e.FENCED_MIN_TTL_MS ?? d.minTtlMs,
-    maxTtlMs: e.FENCED_MAX_TTL_MS ?? d.maxTtlMs,
+    maxTtlMs: e.FENCED_MAX_TTL_MS,
     maxWaitMs: e.FENCED_MAX_WAIT_MS ?? d.maxWaitMs,
     bodyLimitBytes: e.FENCED_BODY_LIMIT_BYTES ?? d.bodyLimitBytes,
     unsafeAllowUnsafeNodes:
@@ -287,7 +290,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     startupTimeoutMs: e.FENCED_STARTUP_TIMEOUT_MS ?? d.startupTimeoutMs,
     signingKey: signingKeyFrom(e),
   };
-  if (config.tokenRetentionMs !== undefined && config.tokenRetentionMs < config.maxTtlMs) {
+  if (
+    config.tokenRetentionMs !== undefined &&
+    config.maxTtlMs !== undefined &&
+    config.tokenRetentionMs < config.maxTtlMs
+  ) {
     throw new InvalidRequestError(
       `invalid configuration: FENCED_TOKEN_RETENTION_MS (${config.tokenRetentionMs}) must be at least FENCED_MAX_TTL_MS (${config.maxTtlMs})`,
     );
@@ -298,7 +305,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     );
   }
   checkExposure(config);
-  if (config.minTtlMs > config.maxTtlMs) {
+  if (config.maxTtlMs !== undefined && config.minTtlMs > config.maxTtlMs) {
     throw new InvalidRequestError(
       `invalid configuration: FENCED_MIN_TTL_MS (${config.minTtlMs}) must not exceed FENCED_MAX_TTL_MS (${config.maxTtlMs})`,
     );

@@ -61,7 +61,7 @@ export async function startServer(
   const logger = options.logger ?? createServiceLogger({ level: config.logLevel });
   const coordinator = new Coordinator({
     nodes: config.redisUrls.map((entry, index) => parseNodeEntry(entry, index)),
-    maxTtlMs: config.maxTtlMs,
+    ...(config.maxTtlMs !== undefined ? { maxTtlMs: config.maxTtlMs } : {}),
     unsafeAllowUnsafeNodes: config.unsafeAllowUnsafeNodes,
     ...(config.keyPrefix !== undefined ? { keyPrefix: config.keyPrefix } : {}),
     ...(config.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: config.nodeTimeoutMs } : {}),
@@ -87,7 +87,8 @@ export async function startServer(
     registry,
     shutdownSignal: shutdown.signal,
     minTtlMs: config.minTtlMs,
-    maxTtlMs: config.maxTtlMs,
+    // Unset: the cluster's recorded maxTtlMs, which the coordinator adopted at start-up.
+    maxTtlMs: config.maxTtlMs ?? coordinator.settings.maxTtlMs,
     maxWaitMs: config.maxWaitMs,
     bodyLimitBytes: config.bodyLimitBytes,
     apiKeys: config.apiKeys,

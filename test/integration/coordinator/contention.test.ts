@@ -177,13 +177,20 @@ describe('contention', () => {
       keysOf(resource).token,
     ];
     const epoch = (await client.get(node.seal)) ?? '';
-    const mine = await runScript(client, 'acquire', keys, ['attempt-id-0123456789', 5_000, '100', epoch]);
+    const mine = await runScript(client, 'acquire', keys, [
+      'attempt-id-0123456789',
+      5_000,
+      '100',
+      epoch,
+      env.urls.length,
+    ]);
     expect(mine).toEqual([[1, 1]]);
     const [theirs] = (await runScript(client, 'acquire', keys, [
       'other-id-0123456789ab',
       5_000,
       '101',
       epoch,
+      env.urls.length,
     ])) as unknown[][];
     expect(theirs![0]).toBe(2);
     await client.del(leaseKey(resource));

@@ -3,8 +3,13 @@
 // same call; acquire.lua and promise.lua refuse — recording nothing — a call that carries another epoch, and tell
 // the current one; acquire.lua and extend.lua refuse a ttl above the cluster's recorded maxTtlMs.
 //
+// Also, script by script: a node never answers below its floor (a register left below it by a repair attempt that
+// stopped, F27), and the nodes check the caller's node count and key layout on every call that records a promise or
+// a lease (F28).
+//
 // Kills the seal rows of test/mutants/ (docs/mutation-testing.md): the seal skipped in repair-read.lua, the epoch
-// not checked by acquire.lua, the epoch not checked by promise.lua.
+// not checked by acquire.lua, the epoch not checked by promise.lua; and the rows of the floor rule and of the
+// settings checked on every call.
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,13 +51,15 @@ async function acquire(
   ttlMs: number,
   proposal: bigint,
   epoch: string,
+  nodeCount = 1,
+  keys = ctx.keys,
 ) {
-  const { node, keys } = ctx;
+  const { node } = ctx;
   const [reply] = (await runScript(
     redis,
     'acquire',
     [node.incarnation, node.floor, node.seal, node.settings, keys.lease, keys.record, keys.token],
-    [leaseId, ttlMs, proposal.toString(), epoch],
+    [leaseId, ttlMs, proposal.toString(), epoch, nodeCount],
   )) as unknown[];
   return interpretReply('acquire', reply);
 }
@@ -62,6 +69,8 @@ async function promise(
   leaseId: string,
   proposal: bigint,
   epoch: string,
+  nodeCount = 1,
+  layout: 'fenced' | 'redlock' = 'fenced',
 ) {
   const { node, keys } = ctx;
   return interpretReply(
@@ -69,8 +78,8 @@ async function promise(
     await runScript(
       redis,
       'promise',
-      [node.incarnation, node.floor, node.seal, keys.record, keys.token],
-      [leaseId, proposal.toString(), epoch],
+      [node.incarnation, node.floor, node.seal, node.settings, keys.record, keys.token],
+      [leaseId, proposal.toString(), epoch, layout, nodeCount],
     ),
   );
 }
@@ -140,10 +149,66 @@ describe('the seal on a real node', () => {
         redis,
         'extend',
         [ctx.node.incarnation, ctx.node.settings, ctx.keys.lease, ctx.keys.record],
-        ['lease-d', ttlMs],
+        ['lease-d', ttlMs, 1],
       ).then((r) => interpretReply('extend', r));
     expect(await extend(60_000)).toEqual({ kind: 'ttl-above-max', maxTtlMs: 3000 });
     expect(await redis.pttl(ctx.keys.lease)).toBeLessThanOrEqual(3_000);
     expect(await extend(2_000)).toEqual({ kind: 'extended', token: 40n });
+  });
+});
+
+describe('a node never answers below its floor', () => {
+  it('reads a register left below the floor as the floor, in acquire.lua and promise.lua, and repair reads skip it', async () => {
+    const ctx = await initializedNode();
+    // What a repair attempt that stopped after part of its copy can leave: a register below the floor raised later.
+    await redis.set(ctx.keys.token, '5');
+    await redis.set(ctx.node.floor, '9');
+    expect(await acquire(ctx, 'lease-f', 30_000, 7n, '')).toEqual({
+      kind: 'granted',
+      promised: false,
+      cur: 9n,
+    });
+    expect(await promise(ctx, 'lease-f', 9n, '')).toEqual({ kind: 'refused', cur: 9n });
+    expect(await promise(ctx, 'lease-f', 10n, '')).toEqual({ kind: 'promised', cur: 10n });
+    await redis.set(ctx.keys.token, '5');
+    const read = await repairRead(ctx, 'epoch-f');
+    if (read.kind !== 'read') throw new Error(`expected a read, got ${read.kind}`);
+    expect(read.floor).toBe(9n);
+    expect(read.registers).toEqual([]);
+  });
+});
+
+describe('the settings, checked by the node on every call that records a promise or a lease', () => {
+  it('refuses an acquire, a promise and an extend whose node count or key layout is not the recorded one', async () => {
+    const ctx = await initializedNode();
+    await redis.hset(ctx.node.settings, 'nodeCount', '3', 'keyLayout', 'fenced');
+    expect(await acquire(ctx, 'lease-s', 30_000, 40n, '', 5)).toEqual({
+      kind: 'settings-mismatch',
+      field: 'nodeCount',
+      recorded: '3',
+    });
+    const redlockKeys = resourceKeys(ctx.prefix, 'acct', 'redlock');
+    expect(await acquire(ctx, 'lease-s', 30_000, 40n, '', 3, redlockKeys)).toEqual({
+      kind: 'settings-mismatch',
+      field: 'keyLayout',
+      recorded: 'fenced',
+    });
+    expect(await redis.exists(ctx.keys.lease, redlockKeys.lease, redlockKeys.token, ctx.keys.token)).toBe(0);
+    expect(await promise(ctx, 'lease-s', 40n, '', 3, 'redlock')).toEqual({
+      kind: 'settings-mismatch',
+      field: 'keyLayout',
+      recorded: 'fenced',
+    });
+    expect(await redis.exists(ctx.keys.token)).toBe(0);
+    expect(await acquire(ctx, 'lease-s', 30_000, 40n, '', 3)).toEqual({ kind: 'granted', promised: true });
+    const extend = (nodeCount: number) =>
+      runScript(
+        redis,
+        'extend',
+        [ctx.node.incarnation, ctx.node.settings, ctx.keys.lease, ctx.keys.record],
+        ['lease-s', 10_000, nodeCount],
+      ).then((r) => interpretReply('extend', r));
+    expect(await extend(4)).toEqual({ kind: 'settings-mismatch', field: 'nodeCount', recorded: '3' });
+    expect(await extend(3)).toEqual({ kind: 'extended', token: 40n });
   });
 });

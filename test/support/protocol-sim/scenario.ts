@@ -183,6 +183,7 @@ export async function runScenario(
     // "it votes" view can only cost a vote, never count an empty node's.
     isVoting: () => true,
     noteAbstentions: () => undefined,
+    refreshSettings: () => Promise.resolve(false),
     unavailable: (summary) => new QuorumUnavailableError(summary),
   });
 

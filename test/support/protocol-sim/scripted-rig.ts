@@ -75,6 +75,7 @@ export function scriptedRig(options: ScriptedRigOptions): ScriptedRig {
     clock: world.clock(),
     isVoting: () => true,
     noteAbstentions: () => undefined,
+    refreshSettings: () => Promise.resolve(false),
     unavailable: (summary) => new QuorumUnavailableError(summary),
   };
   return {

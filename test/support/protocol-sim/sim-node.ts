@@ -70,7 +70,9 @@ export class SimNodeModel {
   }
 
   private cur(tokenKey: string): bigint {
-    return this.state.registers.get(tokenKey) ?? this.state.floor;
+    // A node never answers below its floor (include/decimal-token.lua, read_register).
+    const register = this.state.registers.get(tokenKey);
+    return register !== undefined && register > this.state.floor ? register : this.state.floor;
   }
 
   private lease(leaseKey: string): LeaseEntry | undefined {

@@ -13,6 +13,7 @@ describe('coordinator options', () => {
       ...DEFAULT_COORDINATOR_OPTIONS,
       nodeTimeoutMs: 75,
       tokenRetentionMs: 2 * DEFAULT_COORDINATOR_OPTIONS.maxTtlMs,
+      explicit: { maxTtlMs: false, keyLayout: false },
     });
     expect(Object.isFrozen(settings)).toBe(true);
   });

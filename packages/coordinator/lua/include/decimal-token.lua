@@ -27,11 +27,12 @@ local function greater(a, b)
   return tonumber(string.sub(a, n - 8)) > tonumber(string.sub(b, n - 8))
 end
 
--- The node's floor (`<prefix>:node:floor`) as a decimal string: '0' when absent, nil when it holds anything but a
--- token (then the node must not vote: CORRUPT).
+-- The node's floor (`<prefix>:node:floor`) as a decimal string: '0' when absent (or holding '0', what a Cluster slot's
+-- initialization writes so that its floor key is present, include/node-state.lua), nil when it holds anything else
+-- but a token (then the node must not vote: CORRUPT).
 local function read_floor(floor_key)
   local floor = redis.call('GET', floor_key)
-  if floor == false then
+  if floor == false or floor == '0' then
     return '0'
   end
   if is_token(floor) then
@@ -40,17 +41,35 @@ local function read_floor(floor_key)
   return nil
 end
 
--- The register at `key` as a decimal string. An absent register reads as the node's floor (DESIGN §3): registers
--- of idle resources are folded into the floor (fold.lua), so the floor is at least every value folded away, and
--- this node's answer for every resource stays at least every value it ever promised for it. nil when the register
--- or the floor holds anything but a token — then the node must not vote (CORRUPT), never treat it as 0.
+-- The larger of two canonical decimal strings ('0' included).
+local function max_token(a, b)
+  if greater(b, a) then
+    return b
+  end
+  return a
+end
+
+-- The register at `key` as a decimal string: **a node never answers below its floor** (DESIGN §3). An absent
+-- register reads as the floor, and a present one as max(register, floor): registers of idle resources are folded
+-- into the floor (fold.lua), and a repair raises the floor of a node that lost its state (repair-raise.lua), so the
+-- floor is at least every value this node promised for a resource whose register is gone or was never brought back.
+-- A register left below the floor — by a repair attempt that stopped after copying part of a source, before the
+-- sources folded (F27) — is therefore never an answer. nil when the register or the floor holds anything but a
+-- token — then the node must not vote (CORRUPT), never treat it as 0.
 local function read_register(key, floor_key)
+  local floor = read_floor(floor_key)
+  if floor == nil then
+    return nil
+  end
+  if key == floor_key then
+    return floor
+  end
   local cur = redis.call('GET', key)
   if cur == false then
-    return read_floor(floor_key)
+    return floor
   end
-  if is_token(cur) then
-    return cur
+  if not is_token(cur) then
+    return nil
   end
-  return nil
+  return max_token(cur, floor)
 end

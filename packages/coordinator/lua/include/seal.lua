@@ -13,12 +13,3 @@ local function seal_epoch(seal_key)
   end
   return epoch
 end
-
--- The cluster's maximum ttl recorded on this node (nodes/cluster-settings.ts), or nil when none is recorded.
-local function recorded_max_ttl(settings_key)
-  local max = redis.call('HGET', settings_key, 'maxTtlMs')
-  if max == false then
-    return nil
-  end
-  return tonumber(max)
-end

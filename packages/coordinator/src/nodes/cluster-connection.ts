@@ -54,6 +54,7 @@ import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
   freshMarkKey,
+  keyLayoutOf,
   nodeStateKeys,
   slotKeyTemplate,
   resourceKeyPattern,
@@ -554,6 +555,7 @@ export class ClusterConnection extends NodeConnection {
           this.pendingSlots.add(slot);
           this.scheduleFlush();
         },
+        name === 'acquire' ? () => [this.nodeCount] : undefined,
       );
       map.set(slot, batcher);
     }
@@ -578,7 +580,8 @@ export class ClusterConnection extends NodeConnection {
     return this.slotBatcher('acquire', slot, this.acquireBatchers)
       .call(
         timeoutMs,
-        [keys.lease, keys.record, keys.token],
+        // The slot's floor is the token register of every resource of the slot (include/node-state.lua).
+        [keys.lease, keys.record, this.stateKeysOf(slot).floor],
         [leaseId, ttlMs, proposal.toString(), this.sealEpochs[slot]!],
       )
       .then((reply) => this.learn(slot, reply));
@@ -602,7 +605,7 @@ export class ClusterConnection extends NodeConnection {
 
   override promise(
     timeoutMs: number,
-    keys: { readonly record: string; readonly token: string },
+    keys: { readonly lease: string; readonly record: string; readonly token: string },
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply> {
@@ -611,8 +614,8 @@ export class ClusterConnection extends NodeConnection {
     return this.script(
       'promise',
       timeoutMs,
-      [k.incarnation, k.floor, k.seal, keys.record, keys.token],
-      [leaseId, proposal.toString(), this.sealEpochs[slot]!],
+      [k.incarnation, k.floor, k.seal, k.settings, keys.record, k.floor],
+      [leaseId, proposal.toString(), this.sealEpochs[slot]!, keyLayoutOf(keys), this.nodeCount],
     ).then((reply) => this.learn(slot, reply));
   }
 
@@ -628,7 +631,7 @@ export class ClusterConnection extends NodeConnection {
       'extend',
       timeoutMs,
       [k.incarnation, k.settings, keys.lease, keys.record],
-      [leaseId, ttlMs],
+      [leaseId, ttlMs, this.nodeCount],
     ).then((reply) => this.learn(slot, reply));
   }
 
@@ -731,7 +734,8 @@ export class ClusterConnection extends NodeConnection {
       Math.max(timeoutMs, 10_000),
       step,
       nonce,
-      argument,
+      // A slot's incarnation is stamped with its shard's id by the script (include/node-state.lua).
+      step === 'init' ? `${argument}@` : argument,
       settings,
     );
     if (step === 'init') {
@@ -779,6 +783,8 @@ export class ClusterConnection extends NodeConnection {
           tails.incarnation,
           freshMarkKey(tails.fresh, nonce),
           tails.settings,
+          tails.floor,
+          tails.seal,
           fields.length,
           ...fields,
           tags,
@@ -806,7 +812,7 @@ export class ClusterConnection extends NodeConnection {
         'fresh-init',
         timeoutMs,
         'fresh-init',
-        (k) => [k.incarnation, freshMarkKey(k.fresh, nonce), k.settings],
+        (k) => [k.incarnation, freshMarkKey(k.fresh, nonce), k.settings, k.floor, k.seal],
         () => [step, nonce, argument, ...fields],
         (raw) => interpretReply('fresh-init', raw),
         rest,
@@ -1085,12 +1091,11 @@ export class ClusterConnection extends NodeConnection {
           }
           for (const range of ranges) {
             for (const replica of range.replicas) {
-              const failover = await this.readReplicaNoFailover(replica, timeoutMs);
-              if (failover !== 'yes') {
-                shardProblems.push(
-                  `replica ${replica} of shard ${address}: ${REPLICA_NO_FAILOVER} is ${failover === undefined ? 'unreadable' : `'${failover}'`}; it must be 'yes' (a promoted replica may have missed acknowledged promises; DESIGN §3c)`,
-                );
-              }
+              shardProblems.push(
+                ...(await this.checkReplica(replica, timeoutMs)).map(
+                  (p) => `replica ${replica} of shard ${address}: ${p}`,
+                ),
+              );
             }
           }
           problems.push(
@@ -1157,7 +1162,12 @@ export class ClusterConnection extends NodeConnection {
         sharedRead(client, `${head}|${tags}`, async () =>
           interpretReply(
             'probe-shard',
-            await runScript(client, 'probe-shard', [], [head, tails.incarnation, tails.seal, tags]),
+            await runScript(
+              client,
+              'probe-shard',
+              [],
+              [head, tails.incarnation, tails.seal, tags, tails.floor, tails.settings],
+            ),
           ),
         ),
         timeoutMs,
@@ -1217,7 +1227,30 @@ export class ClusterConnection extends NodeConnection {
     return configProblems({ config, role });
   }
 
-  private async readReplicaNoFailover(address: string, timeoutMs: number): Promise<string | undefined> {
+  /**
+   * A replica's settings: it must never fail over on its own (a replica promoted after asynchronous replication may
+   * have missed acknowledged promises) and must be as durable as a master (appendonly, appendfsync always,
+   * noeviction: it holds the same registers, and an operator's manual failover promotes it with what it holds).
+   */
+  private async checkReplica(address: string, timeoutMs: number): Promise<string[]> {
+    const config = await this.readReplicaConfig(address, timeoutMs);
+    const failover = config?.[REPLICA_NO_FAILOVER];
+    const problems =
+      config === undefined
+        ? [`its settings could not be read (CONFIG GET failed); ${REPLICA_NO_FAILOVER} must be 'yes'`]
+        : configProblems({ config, role: undefined }, 'replica');
+    if (config !== undefined && failover !== 'yes') {
+      problems.push(
+        `${REPLICA_NO_FAILOVER} is ${failover === undefined ? 'unreadable' : `'${failover}'`}; it must be 'yes' (a promoted replica may have missed acknowledged promises; DESIGN §3c)`,
+      );
+    }
+    return problems;
+  }
+
+  private async readReplicaConfig(
+    address: string,
+    timeoutMs: number,
+  ): Promise<Record<string, string> | undefined> {
     const pooled = this.connectionTo(address);
     const [host, port] = [
       address.slice(0, address.lastIndexOf(':')),
@@ -1236,8 +1269,12 @@ export class ClusterConnection extends NodeConnection {
       });
     client.on('error', () => undefined);
     try {
-      const reply = await withTimeout(client.config('GET', REPLICA_NO_FAILOVER), timeoutMs, 'check');
-      return parseConfigReply(reply)[REPLICA_NO_FAILOVER];
+      const reply = await withTimeout(
+        client.call('CONFIG', 'GET', REPLICA_NO_FAILOVER, ...Object.keys(REQUIRED_SETTINGS)),
+        timeoutMs,
+        'check',
+      );
+      return parseConfigReply(reply);
     } catch {
       return undefined;
     } finally {

@@ -29,8 +29,15 @@
  * names the cluster itself (another prefix is another cluster).
  *
  * Recorded at fresh initialization (fresh-init.lua 'init'), copied by a repair from its sources (finish-repair.lua),
- * changed by the operator (`fenced-coordinator settings set`), and read by every process at start-up
- * ({@link reconcileSettings}). A cluster initialized before settings were recorded gets them from the first process
+ * changed by the operator (`fenced-coordinator settings set`), read by every process at start-up
+ * ({@link reconcileSettings}), and **checked by the nodes on every call that records a promise or a lease**
+ * (include/node-state.lua): acquire.lua, promise.lua and extend.lua carry the caller's node count and the layout of
+ * the keys they touch, and refuse (SETTINGS_MISMATCH) when either differs from the recorded value, as they refuse a
+ * ttl above the recorded maxTtlMs. A start-up check alone can miss: a process that starts while the nodes are
+ * unreachable reads nothing and would keep its own layout for good (F28: a second token register beside the first,
+ * a lower token, a stale commit). On a refusal the process reads the settings again before its next round
+ * (NodeSet.refreshSettings): it adopts the recorded value of a setting its caller did not set, and refuses with a
+ * ClusterSettingsError one its caller set otherwise (unless `clusterSettings: 'adopt'`). A cluster initialized before settings were recorded gets them from the first process
  * that starts on it (settings.lua 'record': each field only where absent).
  */
 import { ErrorCode, FencedError } from '@fenced/shared';
@@ -96,11 +103,32 @@ export class ClusterSettingsError extends FencedError {
 export function reconcileSettings(
   configured: { readonly maxTtlMs: number; readonly nodeCount: number; readonly keyLayout?: KeyLayout },
   recorded: readonly (RecordedSettings | undefined)[],
-  mode: ClusterSettingsMode,
+  mode:
+    ClusterSettingsMode | { readonly maxTtlMs: ClusterSettingsMode; readonly keyLayout: ClusterSettingsMode },
   describeNode: (index: number) => string,
 ): { readonly maxTtlMs: number; readonly keyLayout: KeyLayout } {
-  const keyLayout = reconcileLayout(configured.keyLayout ?? 'fenced', recorded, mode, describeNode);
-  return { ...reconcileMaxTtl(configured, recorded, mode, describeNode), keyLayout };
+  const modes = typeof mode === 'string' ? { maxTtlMs: mode, keyLayout: mode } : mode;
+  const keyLayout = reconcileLayout(
+    configured.keyLayout ?? 'fenced',
+    recorded,
+    modes.keyLayout,
+    describeNode,
+  );
+  return { ...reconcileMaxTtl(configured, recorded, modes.maxTtlMs, describeNode), keyLayout };
+}
+
+/**
+ * The mode each setting is reconciled in: a setting the caller did not set adopts the recorded value (DESIGN §3,
+ * "defaults must agree"); one it set follows `clusterSettings`.
+ */
+export function settingModes(settings: {
+  readonly clusterSettings: ClusterSettingsMode;
+  readonly explicit: { readonly maxTtlMs: boolean; readonly keyLayout: boolean };
+}): { readonly maxTtlMs: ClusterSettingsMode; readonly keyLayout: ClusterSettingsMode } {
+  return {
+    maxTtlMs: settings.explicit.maxTtlMs ? settings.clusterSettings : 'adopt',
+    keyLayout: settings.explicit.keyLayout ? settings.clusterSettings : 'adopt',
+  };
 }
 
 function reconcileLayout(

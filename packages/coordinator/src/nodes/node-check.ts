@@ -20,7 +20,7 @@ export interface NodeFacts {
 }
 
 /** Problems with a node's configuration, each naming the setting, what it is and what it must be. */
-export function configProblems(facts: NodeFacts): string[] {
+export function configProblems(facts: NodeFacts, role: 'master' | 'replica' = 'master'): string[] {
   const problems: string[] = [];
   for (const [setting, required] of Object.entries(REQUIRED_SETTINGS)) {
     const actual = facts.config[setting as CheckedSetting];
@@ -30,6 +30,9 @@ export function configProblems(facts: NodeFacts): string[] {
       problems.push(`${setting} is '${actual}'; it must be '${required}'`);
     }
   }
+  // A Cluster member's replica: its durability is checked like a master's (it may be promoted with what it holds);
+  // its role is a replica's by definition (cluster-replica-no-failover is checked beside this).
+  if (role === 'replica') return problems;
   if (facts.role === undefined) {
     problems.push(`role could not be read (INFO replication failed); it must be 'master'`);
   } else if (facts.role !== 'master') {

@@ -36,6 +36,7 @@ import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
   freshMarkKey,
+  keyLayoutOf,
   leaseKeyOfRecord,
   nodeStateKeys,
   resourceKeyPattern,
@@ -142,6 +143,13 @@ export class NodeConnection implements ProtocolNode {
    */
   sealEpoch = '';
 
+  /**
+   * How many nodes this process counts its quorum over: every call that records a promise or a lease carries it, and
+   * the node refuses it when it differs from the cluster's recorded nodeCount (include/node-state.lua). Set by the
+   * node set that owns the connection.
+   */
+  nodeCount = 0;
+
   /** The node-state keys (incarnation, floor, seal, settings, markers), all from one builder. */
   readonly stateKeys: NodeStateKeys;
   private readonly acquires: ScriptBatcher<'acquire'>;
@@ -205,7 +213,9 @@ export class NodeConnection implements ProtocolNode {
     }
     this.stateKeys = nodeStateKeys(prefix);
     const k = this.stateKeys;
-    this.acquires = this.batcher('acquire', [k.incarnation, k.floor, k.seal, k.settings]);
+    this.acquires = this.batcher('acquire', [k.incarnation, k.floor, k.seal, k.settings], () => [
+      this.nodeCount,
+    ]);
     this.releases = this.batcher('release', []);
     // Remembered to say *why* a node is unreachable (ioredis' own message is "Stream isn't writeable").
     this.listen('error', (error: unknown) => {
@@ -349,7 +359,7 @@ export class NodeConnection implements ProtocolNode {
   /** A later token round (promise.lua). */
   promise(
     timeoutMs: number,
-    keys: { readonly record: string; readonly token: string },
+    keys: { readonly lease: string; readonly record: string; readonly token: string },
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply> {
@@ -357,8 +367,8 @@ export class NodeConnection implements ProtocolNode {
     return this.script(
       'promise',
       timeoutMs,
-      [k.incarnation, k.floor, k.seal, keys.record, keys.token],
-      [leaseId, proposal.toString(), this.sealEpoch],
+      [k.incarnation, k.floor, k.seal, k.settings, keys.record, keys.token],
+      [leaseId, proposal.toString(), this.sealEpoch, keyLayoutOf(keys), this.nodeCount],
     ).then(this.learnEpoch);
   }
 
@@ -373,7 +383,7 @@ export class NodeConnection implements ProtocolNode {
       'extend',
       timeoutMs,
       [this.stateKeys.incarnation, this.stateKeys.settings, keys.lease, keys.record],
-      [leaseId, ttlMs],
+      [leaseId, ttlMs, this.nodeCount],
     );
   }
 
@@ -392,10 +402,11 @@ export class NodeConnection implements ProtocolNode {
     repairId: string,
     markerTtlMs: number,
   ): Promise<RepairMarkerReply> {
+    const k = this.stateKeys;
     return this.script(
       'repair-marker',
       timeoutMs,
-      [this.stateKeys.incarnation, this.stateKeys.repair],
+      [k.incarnation, k.repair, k.floor, k.seal, k.settings],
       [operation, repairId, markerTtlMs],
     );
   }
@@ -465,7 +476,7 @@ export class NodeConnection implements ProtocolNode {
     return this.script(
       'finish-repair',
       timeoutMs,
-      [k.incarnation, k.repair, k.seal, k.settings],
+      [k.incarnation, k.repair, k.seal, k.settings, k.floor],
       [repairId, incarnation, sealEpoch, ...Object.entries(settings).flat()],
     ).then((reply) => {
       if (reply.kind === 'finished') this.sealEpoch = sealEpoch;
@@ -495,10 +506,11 @@ export class NodeConnection implements ProtocolNode {
     argument: string | number,
     settings: Readonly<Record<string, string>> = {},
   ): Promise<FreshInitReply> {
+    const k = this.stateKeys;
     return this.script(
       'fresh-init',
       timeoutMs,
-      [this.stateKeys.incarnation, freshMarkKey(this.stateKeys.fresh, nonce), this.stateKeys.settings],
+      [k.incarnation, freshMarkKey(k.fresh, nonce), k.settings, k.floor, k.seal],
       [step, nonce, argument, ...(step === 'init' ? Object.entries(settings).flat() : [])],
     );
   }
@@ -519,7 +531,11 @@ export class NodeConnection implements ProtocolNode {
     );
   }
 
-  protected batcher<S extends BatchScriptName>(name: S, sharedKeys: readonly string[]): ScriptBatcher<S> {
+  protected batcher<S extends BatchScriptName>(
+    name: S,
+    sharedKeys: readonly string[],
+    sharedArgs?: () => readonly (string | number)[],
+  ): ScriptBatcher<S> {
     return new ScriptBatcher(
       name,
       sharedKeys,
@@ -527,6 +543,7 @@ export class NodeConnection implements ProtocolNode {
       `node ${this.index} ${name}`,
       (error) => this.reportError(this.index, name, error),
       () => this.scheduleFlush(),
+      sharedArgs,
     );
   }
 

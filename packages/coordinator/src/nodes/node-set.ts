@@ -35,6 +35,7 @@ import { initializeFreshCluster, type FreshInitOutcome } from './fresh-cluster.j
 import {
   parseRecorded,
   reconcileSettings,
+  settingModes,
   settingsRecord,
   type RecordedSettings,
 } from './cluster-settings.js';
@@ -70,6 +71,12 @@ export interface NodeRepairStatus extends RepairProgress {
 
 /** How often nodes that do not vote are probed again (reconnected, reconfigured, repaired elsewhere). */
 const RECHECK_INTERVAL_MS = 1_000;
+/**
+ * Every this many re-checks, voting nodes are probed too: their durability settings (and a Cluster member's replicas',
+ * DESIGN §3c) are re-checked while they vote, not only at start-up — a setting changed at run time (CONFIG SET
+ * appendfsync everysec, a replica allowed to fail over) stops the node voting within this many seconds.
+ */
+const VOTING_RECHECK_EVERY = 30;
 /** How long a fresh-cluster mark outlives an initializing process that died between its steps. */
 const FRESH_MARK_TTL_MS = 30_000;
 
@@ -147,6 +154,7 @@ export class NodeSet implements ProtocolContext {
       for (const node of connections) if (node.owned) node.client.disconnect();
       throw error;
     }
+    for (const node of connections) node.nodeCount = connections.length;
     this.nodes = connections;
     this.quorum = quorumOf(connections.length);
     this.states = new NodeStateTracker(this.quorum, settings.unsafeAllowUnsafeNodes, (event) => {
@@ -354,7 +362,7 @@ export class NodeSet implements ProtocolContext {
    * only where absent (the upgrade path).
    * @throws ClusterSettingsError (rejecting `started()`, so every operation and `ready()`)
    */
-  private async checkClusterSettings(): Promise<void> {
+  private async checkClusterSettings(everyNode = false): Promise<void> {
     const configured = {
       maxTtlMs: this.settings.maxTtlMs,
       nodeCount: this.nodes.length,
@@ -365,7 +373,7 @@ export class NodeSet implements ProtocolContext {
     const upgrade = settingsRecord({ ...configured, keyLayout: 'fenced' });
     const recorded = await Promise.all(
       this.nodes.map(async (node): Promise<RecordedSettings | undefined> => {
-        if (!node.anyInitialized || node.lastProbe?.reachable !== true) return undefined;
+        if (!everyNode && (!node.anyInitialized || node.lastProbe?.reachable !== true)) return undefined;
         try {
           const reply = await node.settings(this.probeTimeoutMs, 'record', upgrade);
           return reply.kind === 'settings' ? parseRecorded(reply.settings) : undefined;
@@ -377,7 +385,7 @@ export class NodeSet implements ProtocolContext {
     const { maxTtlMs, keyLayout } = reconcileSettings(
       configured,
       recorded,
-      this.settings.clusterSettings,
+      settingModes(this.settings),
       (i) => `node ${i} (${this.nodes[i]!.address})`,
     );
     if (maxTtlMs !== this.settings.maxTtlMs || keyLayout !== this.settings.keyLayout) {
@@ -389,6 +397,25 @@ export class NodeSet implements ProtocolContext {
       });
     }
   }
+
+  /**
+   * Reads the cluster's settings again, from every node that answers, after a node refused a call for them
+   * (SETTINGS_MISMATCH: the nodes check the settings on every call that records a promise or a lease,
+   * nodes/cluster-settings.ts). Adopts a recorded value of a setting the caller did not set; refuses one it set.
+   * Calls made while a refresh runs share it.
+   * @returns whether the settings this process runs with changed
+   * @throws ClusterSettingsError when this process's configuration is refused
+   */
+  async refreshSettings(): Promise<boolean> {
+    const before = this.settings;
+    this.refreshing ??= this.checkClusterSettings(true).finally(() => {
+      this.refreshing = undefined;
+    });
+    await this.refreshing;
+    return this.settings !== before;
+  }
+
+  private refreshing: Promise<void> | undefined;
 
   private async foldInBackground(): Promise<void> {
     if (this.folding || this.closing.aborted) return;
@@ -407,6 +434,9 @@ export class NodeSet implements ProtocolContext {
    * probe could not reach them: one that comes back empty is then found by the probe (and repaired), not only by
    * the next vote it is asked for.
    */
+  /** Re-checks run so far (every VOTING_RECHECK_EVERY-th probes the voting nodes too). */
+  private rechecks = 0;
+
   private async recheck(): Promise<void> {
     if (this.rechecking || this.closing.aborted) return;
     this.rechecking = true;
@@ -419,17 +449,20 @@ export class NodeSet implements ProtocolContext {
       // voting may have lost its state unseen: a failed attempt does not always wait for its reply.
       const withoutQuorum =
         this.nodes.filter((n) => n.isVoting(this.settings.unsafeAllowUnsafeNodes)).length < this.quorum;
+      const everyVoting = ++this.rechecks % VOTING_RECHECK_EVERY === 0;
       const idle = withoutQuorum
         ? [...this.nodes]
-        : this.nodes.filter(
-            (n) =>
-              (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
-                n.lastProbe?.reachable === false ||
-                (n.owned && n.client.status !== 'ready') ||
-                // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
-                (n.isCluster && !n.initialized)) &&
-              !this.repairs.has(n.index),
-          );
+        : everyVoting
+          ? this.nodes.filter((n) => !this.repairs.has(n.index))
+          : this.nodes.filter(
+              (n) =>
+                (!n.isVoting(this.settings.unsafeAllowUnsafeNodes) ||
+                  n.lastProbe?.reachable === false ||
+                  (n.owned && n.client.status !== 'ready') ||
+                  // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
+                  (n.isCluster && !n.initialized)) &&
+                !this.repairs.has(n.index),
+            );
       if (idle.length === 0) return;
       await Promise.all(idle.map((node) => node.probe(this.probeTimeoutMs)));
       await this.afterProbe();

@@ -32,7 +32,7 @@ export interface ProtocolNode {
   /** promise.lua: a later token round. */
   promise(
     timeoutMs: number,
-    keys: Pick<ResourceKeys, 'record' | 'token'>,
+    keys: Pick<ResourceKeys, 'lease' | 'record' | 'token'>,
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply>;
@@ -74,6 +74,12 @@ export interface ProtocolContext {
   isVoting(index: number): boolean;
   /** Called with every decided fan-out's replies: a NOT_INITIALIZED reply stops that node voting at once. */
   noteAbstentions(replies: readonly NodeReply<{ readonly kind: string }>[]): void;
+  /**
+   * Reads the cluster's settings again after a node refused a call for them (SETTINGS_MISMATCH), adopting or refusing
+   * as configured (nodes/cluster-settings.ts); resolves whether the settings this process runs with changed.
+   * @throws ClusterSettingsError when this process's configuration is refused
+   */
+  refreshSettings(): Promise<boolean>;
   /** The error for "no majority could vote", naming each node's problem. */
   unavailable(
     summary: string,

@@ -37,12 +37,22 @@
  *   refused everything. So it was not applied before the claim, i.e. it is not a lost promise: contradiction.
  * Either way T ends at least t — also with the streamed copy: raising is a max, so the order of the raise calls and
  * their overlap with the reads change nothing; every register of every batch of a sealed source is raised (or
- * skipped because a value at least as high was sent for it, or because it is at most the floor sent), the final
- * floor is sent, and a register left present on T answers even when T's floor is higher, which is why the
- * registers raised at or below the final floor are raised to it (a fold on a source during the scan can move t from
- * a register the scan missed into the floor of a later batch). Values raised from a batch of a source that later
- * fails (restarted, unreachable) are values that verified source held: raising T higher than needed makes it
- * refuse more, never promise a value twice, and T does not vote before the finish anyway. Nothing in this rests on
+ * skipped because a value at least as high was sent for it, or because it is at most the floor sent), and the final
+ * floor is sent. Values raised from a batch of a source that later fails (restarted, unreachable) are values that
+ * verified source held: raising T higher than needed makes it refuse more, never promise a value twice, and T does
+ * not vote before the finish anyway.
+ *
+ * **An attempt cut at any step leaves nothing harmful** (F27), because **a node never answers below its floor** (a
+ * present register reads as max(register, floor) in every script: include/decimal-token.lua) and **an attempt only
+ * ever raises** (repair-raise.lua writes max, never lower; finish-repair.lua writes the incarnation, seal and
+ * settings, no token). Cut after the claim: the marker expires and T stays empty. Cut during the reads or raises
+ * (a source fails, the process is closed, killed or interrupted): T holds some registers and maybe a raised floor,
+ * all values sealed sources held, and still no incarnation key, so it votes nowhere. Meanwhile the sources may fold
+ * registers into their floors and other grants may run; the next attempt (this process's or another's, once the
+ * marker is free) claims, seals and reads afresh and raises T's floor to at least every value the argument above
+ * needs. A leftover register below that floor is then never an answer; one above it is a value a source held,
+ * which only makes T refuse more. Cut before the finish, or the finish refused (the marker lost): as the last case.
+ * So the argument above holds for the attempt that finishes, whatever earlier attempts left. Nothing in this rests on
  * how long anything took, on any process's clock or on any
  * process's settings: a round may be delayed arbitrarily (held in the network, a paused process), and the seal still
  * refuses it. A source that is itself empty or under repair is never read (repair-read.lua checks, atomically with
@@ -413,9 +423,9 @@ type RaiseBatch = (
  * Step 3 streamed: raises the node with the registers of each batch the sources return, `RAISES_IN_FLIGHT` raise
  * calls at once, while the reads go on (raising is idempotent, order-free and only ever raises, so it need not wait
  * for the merge). A register goes out only when it is above the floor seen so far and above what was already sent
- * for it. Each call carries the highest floor seen so far; `finish` sends the final one, and raises every register
- * sent at or below it to it: a register present on the node is its answer even when the floor is higher, so a
- * register sent before a later batch's higher floor (a fold on the source during the scan) must not stay below it.
+ * for it. Each call carries the highest floor seen so far; `finish` sends the final one. A register sent before a
+ * later batch's higher floor (a fold on the source during the scan) may stay below that floor on the node: the node
+ * never answers below its floor (include/decimal-token.lua, read_register), so it is harmless.
  */
 class Copier {
   /** Highest value sent (or queued) per register. */
@@ -459,8 +469,7 @@ class Copier {
 
   /**
    * After the reads: raises the final floor (`floor`, merged from the sources' last batches), what is still
-   * pending, every register sent at or below that floor (to the floor), and the live leases; resolves when every
-   * raise has been answered.
+   * pending above it, and the live leases; resolves when every raise has been answered.
    */
   async finish(
     floor: bigint,
@@ -469,8 +478,8 @@ class Copier {
   ): Promise<void> {
     this.throwIfFailed();
     if (floor > this.floor) this.floor = floor;
+    // A register sent below the final floor stays as it is: the node answers max(register, floor) (read_register).
     const rest = this.pending.filter(([, value]) => value > this.floor);
-    for (const [key, value] of this.sent) if (value <= this.floor) rest.push([key, this.floor]);
     this.pending = [];
     this.total = this.copied + this.inFlightRegisters + rest.length;
     this.onCopied = (copied) => progress(copied, this.total);

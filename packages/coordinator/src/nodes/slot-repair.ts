@@ -19,7 +19,8 @@
  *    applied before S's seal, the read saw it (or S's floor did, which is copied), so (T, s) is raised to at least t;
  *    applied after it, G's round carried S's new epoch, so it began after the seal, after the claim, when (T, s)
  *    refused everything — not a lost promise. Live leases are copied the same way.
- * 3. **Raise** (repair-raise.lua: floor, registers and leases of slot s, while the slot's marker is ours) and
+ * 3. **Raise** (repair-raise.lua: the floor of slot s — the highest floor or register read for s, since on a member the
+ *    slot's floor is every resource's register — and its leases, while the slot's marker is ours) and
  *    **finish** (finish-repair.lua: a new incarnation and seal epoch for the slot, the settings, only while the
  *    marker is ours). A shard that restarts again loses the markers, and its slots are repaired again.
  * Slots are independent: each has its own marker, seal, sources count and finish. A slot with fewer than
@@ -83,7 +84,7 @@ export async function repairEmptySlots(
     'repair-marker',
     bulkTimeout,
     'repair-marker',
-    (k) => [k.incarnation, k.repair],
+    (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
     () => ['claim', repairId, timing.markerTtlMs],
     (raw) => raw,
     empty,
@@ -140,7 +141,12 @@ export async function repairEmptySlots(
         keeper.throwIfClosed();
         const read = reads.get(slot)!;
         const k = target.stateKeysOf(slot);
-        const registers = [...read.registers].filter(([, value]) => value > read.floor);
+        // On a member, the slot's floor is the token register of every resource of the slot (include/node-state.lua):
+        // every register read from the sources is folded into it, and none is copied as a key of its own (a member's
+        // votes would never read it).
+        let floor = read.floor;
+        for (const value of read.registers.values()) if (value > floor) floor = value;
+        const registers: (readonly [string, bigint])[] = [];
         const leases = [...read.leases].map(([key, lease]) => [key, lease.value, lease.pttlMs] as const);
         let ok = true;
         for (let i = 0; ok && (i < registers.length || i === 0); i += timing.batchSize) {
@@ -153,7 +159,7 @@ export async function repairEmptySlots(
             ...batch.map(([key]) => key),
             ...leaseBatch.flatMap(([record]) => [record, leaseKeyOfRecord(prefix, record)]),
           ];
-          const args: (string | number)[] = [repairId, read.floor.toString(), batch.length];
+          const args: (string | number)[] = [repairId, floor.toString(), batch.length];
           for (const [, value] of batch) args.push(value.toString());
           for (const [, value, pttl] of leaseBatch) args.push(value, pttl);
           const raised = await retried(timing, () => target.script('repair-raise', timeout, keys, args));
@@ -168,8 +174,9 @@ export async function repairEmptySlots(
           target.script(
             'finish-repair',
             timeout,
-            [k.incarnation, k.repair, k.seal, k.settings],
-            [repairId, newId(), seal, ...Object.entries(settings).flat()],
+            [k.incarnation, k.repair, k.seal, k.settings, k.floor],
+            // Stamped with the slot's shard by the script (include/node-state.lua).
+            [repairId, `${newId()}@`, seal, ...Object.entries(settings).flat()],
           ),
         );
         if (done.kind === 'finished') {
@@ -319,7 +326,7 @@ function keepMarkersAlive(
           'repair-renew',
           Math.max(10_000, context.callTimeoutMs * 10),
           'repair-marker',
-          (k) => [k.incarnation, k.repair],
+          (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
           () => ['renew', repairId, timing.markerTtlMs],
           (raw) => raw,
           slots,

@@ -113,6 +113,7 @@ async function attemptOnce(
   let granted = 0;
   let promised = 0;
   let sealed = false;
+  let settingsRefused = false;
   let maxTtlRecorded: number | undefined;
   const heldTtls: number[] = [];
   for (const reply of result.replies) {
@@ -129,6 +130,8 @@ async function attemptOnce(
       sealed = true;
     } else if (value.kind === 'ttl-above-max') {
       maxTtlRecorded = value.maxTtlMs;
+    } else if (value.kind === 'settings-mismatch') {
+      settingsRefused = true;
     }
   }
 
@@ -144,6 +147,13 @@ async function attemptOnce(
             `configured with ${settings.maxTtlMs}; see fenced-coordinator settings), got ${ttlMs}`,
         ),
       };
+    }
+    if (settingsRefused) {
+      // A node refused this process's node count or key layout (the nodes check them on every call, DESIGN §3): read
+      // the cluster's settings again before the next round — adopt, or throw ClusterSettingsError. The next round
+      // builds its keys from the settings then in force (the wait loop's keysOf).
+      const changed = await context.refreshSettings();
+      if (changed) return { kind: 'failed', retryAfterMs: 0, contended: false };
     }
     // Classify from every node's final reply, not the snapshot at the decision: nodes still silent then (a
     // partition, a hang) would otherwise read as "held by another", and a majority cut off would end a wait

@@ -63,6 +63,11 @@ export function resourceKeys(prefix: string, resource: string, layout: KeyLayout
   };
 }
 
+/** The layout a resource's keys are in: `'fenced'` when the lease key is its record, else `'redlock'`. */
+export function keyLayoutOf(keys: { readonly record: string; readonly lease?: string }): KeyLayout {
+  return keys.lease === undefined || keys.lease === keys.record ? 'fenced' : 'redlock';
+}
+
 /**
  * The lease key that goes with a lease record found by a SCAN (a repair copies both). The record's shape tells the
  * layout: `<prefix>:{<resource>}:lease` is a `'fenced'` lease key (the record itself); `<prefix>:{<tag>}:<resource>:lease`

@@ -9,7 +9,7 @@ import {
 /** The most calls one script invocation carries: bounds how long a node runs one script (and blocks). */
 export const MAX_BATCH_SIZE = 128;
 
-/** Sends one batch: the shared keys first, then each call's keys and arguments, in queue order. */
+/** Sends one batch: the shared keys first, then each call's keys and arguments, in queue order, then the shared arguments. */
 export type BatchSender = (keys: string[], args: (string | number)[]) => Promise<unknown>;
 
 interface QueuedCall<R> {
@@ -45,6 +45,8 @@ export class ScriptBatcher<S extends BatchScriptName> {
     private readonly reportError: (error: unknown) => void,
     /** Asks for a `flush()` once the current callback is done; called when the first call is queued. */
     private readonly scheduleFlush: () => void,
+    /** Arguments every invocation ends with, read when it is sent (the node count for `acquire`). */
+    private readonly sharedArgs: () => readonly (string | number)[] = () => [],
   ) {}
 
   /** Queues one call; resolves with its typed reply. */
@@ -89,6 +91,7 @@ export class ScriptBatcher<S extends BatchScriptName> {
       for (const key of call.keys) keys.push(key);
       for (const arg of call.args) args.push(arg);
     }
+    for (const arg of this.sharedArgs()) args.push(arg);
     let done = false;
     const failAll = (error: unknown): void => {
       if (done) return;

@@ -29,6 +29,11 @@ export const ScriptCode = {
   SEALED: 13,
   /** The ttl exceeds the cluster's maxTtlMs recorded on the node: nothing written; `{14, maxTtlMs}`. */
   TTL_ABOVE_MAX: 14,
+  /**
+   * The caller's nodeCount or key layout is not the cluster's recorded on the node: nothing written, no vote;
+   * `{15, field, recorded value}`.
+   */
+  SETTINGS_MISMATCH: 15,
 } as const;
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];
 
@@ -60,6 +65,7 @@ export const SCRIPT_CODES = {
     ScriptCode.CALL_ERROR,
     ScriptCode.SEALED,
     ScriptCode.TTL_ABOVE_MAX,
+    ScriptCode.SETTINGS_MISMATCH,
   ],
   promise: [
     ScriptCode.OK,
@@ -67,8 +73,15 @@ export const SCRIPT_CODES = {
     ScriptCode.NOT_INITIALIZED,
     ScriptCode.CORRUPT,
     ScriptCode.SEALED,
+    ScriptCode.SETTINGS_MISMATCH,
   ],
-  extend: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.NOT_INITIALIZED, ScriptCode.TTL_ABOVE_MAX],
+  extend: [
+    ScriptCode.OK,
+    ScriptCode.HELD,
+    ScriptCode.NOT_INITIALIZED,
+    ScriptCode.TTL_ABOVE_MAX,
+    ScriptCode.SETTINGS_MISMATCH,
+  ],
   release: [ScriptCode.OK, ScriptCode.HELD, ScriptCode.CALL_ERROR],
   inspect: [ScriptCode.OK, ScriptCode.NOT_INITIALIZED],
   'repair-marker': [ScriptCode.OK, ScriptCode.INITIALIZED, ScriptCode.BUSY, ScriptCode.NO_REPAIR_MARKER],
@@ -105,6 +118,15 @@ export type Abstain = { readonly kind: 'not-initialized' } | { readonly kind: 'c
 export type Sealed = { readonly kind: 'sealed'; readonly epoch: string };
 /** The ttl exceeds the cluster's maxTtlMs recorded on the node: nothing written, no vote. */
 export type TtlAboveMax = { readonly kind: 'ttl-above-max'; readonly maxTtlMs: number };
+/**
+ * The caller's node count or key layout differs from the cluster's recorded on the node: nothing written, no vote.
+ * The process re-reads the cluster's settings before its next round (nodes/cluster-settings.ts).
+ */
+export type SettingsMismatch = {
+  readonly kind: 'settings-mismatch';
+  readonly field: 'nodeCount' | 'keyLayout';
+  readonly recorded: string;
+};
 
 export type AcquireReply =
   /** The register now holds the proposal, which the caller knows, so the node does not send it back. */
@@ -113,17 +135,20 @@ export type AcquireReply =
   | { readonly kind: 'held'; readonly pttlMs: number; readonly cur: bigint }
   | Abstain
   | Sealed
-  | TtlAboveMax;
+  | TtlAboveMax
+  | SettingsMismatch;
 export type PromiseReply =
   | { readonly kind: 'promised'; readonly cur: bigint }
   | { readonly kind: 'refused'; readonly cur: bigint }
   | Abstain
-  | Sealed;
+  | Sealed
+  | SettingsMismatch;
 export type ExtendReply =
   | { readonly kind: 'extended'; readonly token: bigint | null }
   | { readonly kind: 'not-held' }
   | { readonly kind: 'not-initialized' }
-  | TtlAboveMax;
+  | TtlAboveMax
+  | SettingsMismatch;
 export type ReleaseReply = { readonly kind: 'released' } | { readonly kind: 'not-held' };
 export type InspectReply =
   | { readonly kind: 'view'; readonly held: boolean; readonly token: bigint | null }
@@ -259,6 +284,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'sealed', epoch: r.epoch(1) });
       case ScriptCode.TTL_ABOVE_MAX:
         return r.done({ kind: 'ttl-above-max', maxTtlMs: r.integer(1) });
+      case ScriptCode.SETTINGS_MISMATCH:
+        return r.done(r.settingsMismatch());
     }
   },
   promise: (r) => {
@@ -273,6 +300,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'corrupt' });
       case ScriptCode.SEALED:
         return r.done({ kind: 'sealed', epoch: r.epoch(1) });
+      case ScriptCode.SETTINGS_MISMATCH:
+        return r.done(r.settingsMismatch());
     }
   },
   extend: (r) => {
@@ -285,6 +314,8 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'not-initialized' });
       case ScriptCode.TTL_ABOVE_MAX:
         return r.done({ kind: 'ttl-above-max', maxTtlMs: r.integer(1) });
+      case ScriptCode.SETTINGS_MISMATCH:
+        return r.done(r.settingsMismatch());
     }
   },
   release: (r) => {
@@ -467,6 +498,15 @@ class ReplyReader {
     const value = this.at(index);
     if (typeof value !== 'string' || value === '') throw this.malformed(`field ${index} must be a string`);
     return value;
+  }
+
+  /** `{15, field, recorded value}`: a settings field the node refused the call for, and its recorded value. */
+  settingsMismatch(): SettingsMismatch {
+    const field = this.text(1);
+    if (field !== 'nodeCount' && field !== 'keyLayout') {
+      throw this.malformed(`field 1 must be nodeCount or keyLayout`);
+    }
+    return { kind: 'settings-mismatch', field, recorded: this.text(2) };
   }
 
   /** A SCAN cursor: a decimal string. */

@@ -13,18 +13,18 @@ import type { ScriptName } from './script-results.js';
  */
 export const SCRIPT_KEY_COUNTS: { readonly [S in ScriptName]: number | 'batch' } = {
   acquire: 'batch',
-  promise: 5,
+  promise: 6,
   extend: 4,
   release: 'batch',
   inspect: 3,
-  'repair-marker': 2,
+  'repair-marker': 5,
   'repair-read': 5,
   'repair-read-slot': 5,
   'repair-raise': 'batch',
-  'finish-repair': 4,
+  'finish-repair': 5,
   fold: 3,
   'fold-slot': 'batch',
-  'fresh-init': 3,
+  'fresh-init': 5,
   // Its keys span many slots, which Redis Cluster refuses to have declared: they are passed in ARGV.
   'fresh-init-shard': 0,
   'probe-shard': 0,

@@ -74,12 +74,18 @@ describe('three Redis Cluster members', () => {
     const client = new Redis(master.port, '127.0.0.1');
     try {
       const keys = await client.cluster('GETKEYSINSLOT', slot, 100);
-      expect(keys).toContain('c3:{cluster-res-0}:token');
+      // On a member, the slot's floor is the token register of every resource of the slot: no register of its own.
+      expect(keys).not.toContain('c3:{cluster-res-0}:token');
       const state = keys.filter((k) => k.startsWith('c3:node:')).sort();
       expect(state).toEqual([
+        expect.stringMatching(/^c3:node:\{[a-z0-9]+\}:floor$/),
         expect.stringMatching(/^c3:node:\{[a-z0-9]+\}:incarnation$/),
+        expect.stringMatching(/^c3:node:\{[a-z0-9]+\}:seal$/),
         expect.stringMatching(/^c3:node:\{[a-z0-9]+\}:settings$/),
       ]);
+      // The slot's incarnation is stamped with the id of the shard that serves it (include/node-state.lua).
+      const incarnation = await client.get(state.find((k) => k.endsWith(':incarnation'))!);
+      expect(incarnation).toMatch(new RegExp(`@${await client.cluster('MYID')}$`));
     } finally {
       client.disconnect();
     }
@@ -237,6 +243,8 @@ describe('the scripts over a whole shard, on a real cluster', () => {
             tails.incarnation,
             freshMarkKey(tails.fresh, 'n1'),
             tails.settings,
+            tails.floor,
+            tails.seal,
             settings.length,
             ...settings,
             tags(slots),
@@ -245,13 +253,21 @@ describe('the scripts over a whole shard, on a real cluster', () => {
       const probe = async (slots: number[]) =>
         interpretReply(
           'probe-shard',
-          await runScript(client, 'probe-shard', [], [head, tails.incarnation, tails.seal, tags(slots)]),
+          await runScript(
+            client,
+            'probe-shard',
+            [],
+            [head, tails.incarnation, tails.seal, tags(slots), tails.floor, tails.settings],
+          ),
         );
       expect(await probe([0, 1, 2])).toEqual({ kind: 'probed', flags: '000', epochs: new Map() });
       expect(await step('mark', 30_000, [0, 1, 2])).toEqual([1, '111']);
       expect(await step('check', '', [0, 1, 2])).toEqual([1, '111']);
-      expect(await step('init', 'inc-1', [0, 2], ['maxTtlMs', '3000'])).toEqual([1, '11']);
-      expect(await client.get(nodeStateKeys('shard-script', 2).incarnation)).toBe('inc-1');
+      expect(await step('init', 'inc-1@', [0, 2], ['maxTtlMs', '3000'])).toEqual([1, '11']);
+      expect(await client.get(nodeStateKeys('shard-script', 2).incarnation)).toBe(
+        `inc-1@${await client.cluster('MYID')}`,
+      );
+      expect(await client.get(nodeStateKeys('shard-script', 2).floor)).toBe('0');
       expect(await client.hget(nodeStateKeys('shard-script', 2).settings, 'maxTtlMs')).toBe('3000');
       // One character per slot, fresh-init.lua's code in base 36: 'a' is INITIALIZED (10).
       expect(await step('mark', 30_000, [0, 1, 2])).toEqual([1, 'a1a']);
@@ -259,7 +275,11 @@ describe('the scripts over a whole shard, on a real cluster', () => {
       expect(await probe([0, 1, 2])).toEqual({
         kind: 'probed',
         flags: '101',
-        epochs: new Map([[3, 'epoch-2']]),
+        // Slot 0's seal is its witness, written as the empty epoch at its initialization (include/node-state.lua).
+        epochs: new Map([
+          [1, ''],
+          [3, 'epoch-2'],
+        ]),
       });
       // A slot of another master: Redis refuses the undeclared key instead of reading or writing it here.
       await expect(step('mark', 30_000, [16383])).rejects.toThrow(/non local key/);

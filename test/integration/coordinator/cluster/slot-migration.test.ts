@@ -58,8 +58,13 @@ describe('F26: a slot migrates between shards of a member while grants on it run
     expect(await a.masterOf(slot)).toBe(to);
     const target = new Redis(to.port, '127.0.0.1');
     try {
-      expect(await target.exists(nodeStateKeys(prefix, slot).incarnation)).toBe(1);
-      expect(await target.exists(keysOf(resource, prefix).token)).toBe(1);
+      // The slot arrived with the old shard's stamp, was re-proven from the other members and stamped anew here
+      // (include/node-state.lua); its floor — every resource's register on a member — came with it.
+      expect(await target.get(nodeStateKeys(prefix, slot).incarnation)).toMatch(
+        new RegExp(`@${await target.cluster('MYID')}$`),
+      );
+      expect(await target.exists(nodeStateKeys(prefix, slot).floor)).toBe(1);
+      expect(await target.exists(keysOf(resource, prefix).token)).toBe(0);
     } finally {
       target.disconnect();
     }

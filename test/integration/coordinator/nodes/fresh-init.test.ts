@@ -47,7 +47,13 @@ describe('fresh-init.lua', () => {
       await runScript(
         redis,
         'fresh-init',
-        [incarnationKey(prefix), markOf(prefix, nonce), settingsKey(prefix)],
+        [
+          incarnationKey(prefix),
+          markOf(prefix, nonce),
+          settingsKey(prefix),
+          nodeStateKeys(prefix).floor,
+          nodeStateKeys(prefix).seal,
+        ],
         [name, nonce, argument],
       ),
     );

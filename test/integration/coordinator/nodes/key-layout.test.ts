@@ -157,15 +157,21 @@ describe('the key layout is a setting of the cluster', () => {
     await coordinator.ready();
   });
 
-  it('is recorded on the nodes, and a process in the other layout refuses to start on them', async () => {
+  it('is recorded on the nodes, and a process configured with the other layout refuses to start on them', async () => {
     for (const node of fx.raw) expect(await node.hget(settingsKey(PREFIX), 'keyLayout')).toBe('redlock');
-    const other = fx.another({ keyPrefix: PREFIX });
+    const other = fx.another({ keyPrefix: PREFIX, keyLayout: 'fenced' });
     const error: unknown = await other.ready().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ClusterSettingsError);
     expect((error as ClusterSettingsError).setting).toBe('keyLayout');
     expect((error as Error).message).toContain(
       "this process is configured with keyLayout 'fenced', but the cluster's keyLayout recorded on the nodes is 'redlock'",
     );
+  });
+
+  it('is adopted by a process that did not set a layout (defaults agree)', async () => {
+    const onDefaults = fx.another({ keyPrefix: PREFIX });
+    await onDefaults.ready();
+    expect(onDefaults.settings.keyLayout).toBe('redlock');
   });
 
   it("runs with the recorded layout under clusterSettings 'adopt'", async () => {

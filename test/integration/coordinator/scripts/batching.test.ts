@@ -81,6 +81,7 @@ describe('batched acquire and release', () => {
     // An attempt can be decided lost before its votes are sent (nodes that do not vote count against at once);
     // its release is then queued in the same tick as its acquire and must still reach the node after it.
     const node = new NodeConnection(0, env.urls[0]!, DEFAULT_KEY_PREFIX, () => undefined, 1_000);
+    node.nodeCount = env.urls.length;
     try {
       await node.waitUntilConnected(5_000);
       const resource = unique('order');
@@ -102,6 +103,7 @@ describe('batched acquire and release', () => {
     // EVAL fallback would run the acquire a round trip late, after the release queued behind it, and leave its
     // key for the whole ttl.
     const node = new NodeConnection(0, env.urls[0]!, DEFAULT_KEY_PREFIX, () => undefined, 1_000);
+    node.nodeCount = env.urls.length;
     try {
       await node.waitUntilConnected(5_000);
       await raw[0]!.script('FLUSH');

@@ -173,11 +173,12 @@ describe('fencing tokens on real nodes', () => {
         'fenced:node:incarnation',
         'fenced:node:floor',
         'fenced:node:seal',
+        'fenced:node:settings',
         `fenced:{${resource}}:lease`,
         tokenKey(resource),
       ];
       const epoch = (await redis.get('fenced:node:seal')) ?? '';
-      return runScript(redis, 'promise', keys, ['lease-id-0123456789', t, epoch]);
+      return runScript(redis, 'promise', keys, ['lease-id-0123456789', t, epoch, 'fenced', raw.length]);
     };
     expect(await promise('99', '100')).toEqual([1, '100']); // longer is larger
     expect(await promise('100', '99')).toEqual([5, '100']);
