@@ -8,7 +8,7 @@ import { SCRIPT_NAMES } from '../../../packages/coordinator/src/scripts/scripts.
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
 import { Keyspace, RedisError, type KeyDump, type StoredValue } from '../../support/lua-redis/keyspace.js';
 import { coordinatorScript, LuaRedis, type ScriptReply } from '../../support/lua-redis/lua-redis.js';
-import { initialState, SCRIPT_CALLS } from '../../support/lua-redis/script-calls.js';
+import { initialState, SCRIPT_CALLS, useShardId } from '../../support/lua-redis/script-calls.js';
 
 // The in-process script engine (test/support/lua-redis) against a real redis-server 7.0: the same scripts, from the
 // same generated keyspaces, with the same generated KEYS and ARGV (test/support/lua-redis/script-calls.ts), must
@@ -32,8 +32,11 @@ const targets: { standalone?: Target; cluster?: Target } = {};
 /** The emulators' clock: the moment a case's state was loaded. */
 let clock = 0;
 
-function twin(conn: RespConnection, clusterSlots?: number[]): Target {
-  const keyspace = new Keyspace({ now: () => clock, ...(clusterSlots ? { clusterSlots } : {}) });
+function twin(conn: RespConnection, cluster?: { slots: number[]; nodeId: string }): Target {
+  const keyspace = new Keyspace({
+    now: () => clock,
+    ...(cluster ? { clusterSlots: cluster.slots, nodeId: cluster.nodeId } : {}),
+  });
   return { conn, keyspace, vm: new LuaRedis(keyspace) };
 }
 /** Cases per script; FENCED_DIFFERENTIAL_RUNS raises it for a longer search. */
@@ -58,10 +61,11 @@ beforeAll(async () => {
   redis = await RedisNode.start({ persistence: 'none' });
   targets.standalone = twin(await RespConnection.connect(redis.port));
   member = await RedisClusterMember.start({ masters: 1, persistence: 'none' });
-  targets.cluster = twin(
-    await RespConnection.connect(member.masters[0]!.port),
-    Array.from({ length: SLOT_COUNT }, (_, slot) => slot),
-  );
+  const master = await RespConnection.connect(member.masters[0]!.port);
+  // The emulated shard answers CLUSTER MYID as the real master does, so a slot stamped by "this shard" is one on both.
+  const nodeId = (await master.send('CLUSTER', 'MYID')) as string;
+  useShardId(nodeId);
+  targets.cluster = twin(master, { slots: Array.from({ length: SLOT_COUNT }, (_, slot) => slot), nodeId });
 });
 
 afterAll(async () => {

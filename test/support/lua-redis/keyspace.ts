@@ -13,7 +13,7 @@
  *   and expire.c, with the same errors: a non-integer is "value is not an integer or out of range", a ttl that is
  *   not positive or overflows once added to the clock is "invalid expire time in '<cmd>' command". Integers follow
  *   string2ll (no sign '+', no leading zero, signed 64-bit) and are kept as bigint where they can exceed 2^53.
- * - OBJECT IDLETIME is whole seconds since the last access; GET, HGET, HGETALL, MGET, PEXPIRE and every write touch
+ * - OBJECT IDLETIME is whole seconds since the last access; GET, HGET, HMGET, HGETALL, MGET, PEXPIRE and every write touch
  *   a key, EXISTS, PTTL, SCAN and OBJECT do not (db.c LOOKUP_NOTOUCH).
  * - HGETALL answers in insertion order (a small hash is a listpack); MGET answers nil for a key of another type.
  * - SCAN: Redis's order depends on a hash seed chosen at start-up, so no emulator can reproduce it; what the
@@ -23,7 +23,7 @@
  *   hash to examine (masked to 32 bits, as Redis masks it with its table size), so a key added or removed between
  *   calls moves no other key.
  * - A Cluster member's shard keeps its keys per slot (keySlot, the coordinator's own CRC16 in redlock/slots.ts),
- *   serves a set of slots, answers CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT (newest key first: Redis 7.0 prepends a
+ *   serves a set of slots, answers CLUSTER MYID, COUNTKEYSINSLOT and GETKEYSINSLOT (newest key first: Redis 7.0 prepends a
  *   key to its slot's list), refuses a script's access to a key of a slot it does not serve (or of a slot it is
  *   migrating away when the key is no longer here), and moves keys to another shard in batches like MIGRATE
  *   (`migrateSlotKeys`).
@@ -175,6 +175,8 @@ export interface KeyspaceOptions {
   readonly clusterSlots?: Iterable<number>;
   /** Delivers PUBLISH; absent: nobody listens (PUBLISH answers 0). */
   readonly subscribers?: Subscribers;
+  /** A Cluster shard's node id (CLUSTER MYID: 40 hex digits). @defaultValue 40 zeros */
+  readonly nodeId?: string;
 }
 
 /** Why a key of a Cluster shard cannot be reached here (see `checkLocal`). */
@@ -530,6 +532,14 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     keys: firstKey,
     run: (ks, [, key, field]) => ks.hashAt(key!, false)?.get(field!) ?? null,
   },
+  hmget: {
+    arity: -3,
+    keys: firstKey,
+    run: (ks, argv) => {
+      const hash = ks.hashAt(argv[1]!, false);
+      return argv.slice(2).map((field) => hash?.get(field) ?? null);
+    },
+  },
   hgetall: {
     arity: 2,
     keys: firstKey,
@@ -715,6 +725,10 @@ function clusterCommand(ks: Keyspace, argv: readonly string[]): Reply {
       throw new RedisError('ERR Invalid slot');
     return Number(slot);
   };
+  if (sub === 'MYID') {
+    if (argv.length !== 2) throw wrongArity('cluster|myid');
+    return ks.options.nodeId ?? '0'.repeat(40);
+  }
   if (sub === 'COUNTKEYSINSLOT') {
     if (argv.length !== 3) throw wrongArity('cluster|countkeysinslot');
     return ks.keysInSlot(slotOf(argv[2]!)).length;

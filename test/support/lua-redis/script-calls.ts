@@ -30,6 +30,14 @@ import type { ScriptReply } from './lua-redis.js';
 
 /** The key prefix of every generated key. */
 export const PREFIX = 'fx';
+/**
+ * The node id (CLUSTER MYID) a stamped incarnation names as "this shard": the differential test sets the Cluster
+ * master's emulated id to the real master's, and names it here through `useShardId`.
+ */
+let SHARD_ID = '0'.repeat(40);
+export function useShardId(id: string): void {
+  SHARD_ID = id;
+}
 const RESOURCES = ['r1', 'r2', 'r3'] as const;
 const LAYOUTS: readonly KeyLayout[] = ['fenced', 'redlock'];
 const LEASE_IDS = ['L1', 'L2', 'L3'] as const;
@@ -123,13 +131,19 @@ const ttlArg = fc.oneof(
   },
 );
 
+/** Settings as recorded on a node: nodeCount and keyLayout are checked against every caller's (settings-check). */
 const settingsFields = fc.array(
-  fc.tuple(
-    fc.constantFrom('maxTtlMs', 'nodeCount', 'clusterId'),
-    fc.constantFrom('60000', '5000000', 'abc', '3'),
+  fc.oneof(
+    fc.tuple(fc.constant('maxTtlMs'), fc.constantFrom('60000', '5000000', 'abc')),
+    fc.tuple(fc.constant('nodeCount'), fc.constantFrom('3', '5')),
+    fc.tuple(fc.constant('keyLayout'), fc.constantFrom('fenced', 'redlock')),
+    fc.tuple(fc.constant('clusterId'), fc.constant('c1')),
   ),
   { maxLength: 3 },
 );
+
+/** The number of nodes a caller counts its quorum over. */
+const nodeCount = fc.constantFrom('3', '3', '5');
 
 /** Roles of the keys in the universe: each role gets values of its kind (and sometimes the wrong type). */
 type Role = 'incarnation' | 'floor' | 'seal' | 'settings' | 'repair' | 'fold' | 'fresh' | 'lease' | 'token';
@@ -137,7 +151,12 @@ type Role = 'incarnation' | 'floor' | 'seal' | 'settings' | 'repair' | 'fold' | 
 function stringValue(role: Role): fc.Arbitrary<string> {
   switch (role) {
     case 'incarnation':
-      return fc.constantFrom('I1', 'I2');
+      // Stamped `<id>@<shard id>` on a Cluster slot (include/node-state.lua): by this shard, or by another.
+      return fc
+        .constantFrom('I1', 'I2', 'this shard', 'another shard')
+        .map((v) =>
+          v === 'this shard' ? `I1@${SHARD_ID}` : v === 'another shard' ? `I1@${'f'.repeat(40)}` : v,
+        );
     case 'floor':
     case 'token':
       return tokenish;
@@ -291,7 +310,7 @@ const slotTags = fc
 export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
   acquire: {
     call: withMiscount(
-      fc.array(acquireItem, { minLength: 1, maxLength: 3 }).map((items) => {
+      fc.tuple(fc.array(acquireItem, { minLength: 1, maxLength: 3 }), nodeCount).map(([items, nodes]) => {
         const keys = [state.incarnation, state.floor, state.seal, state.settings];
         const args: string[] = [];
         for (const item of items) {
@@ -299,6 +318,7 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
           keys.push(k.lease, k.record, k.token);
           args.push(item.leaseId, item.ttl, item.proposal, item.epoch);
         }
+        args.push(nodes);
         return { keys, args };
       }),
     ),
@@ -314,19 +334,22 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
   },
   promise: {
     call: withMiscount(
-      fc.record({ resource, leaseId, proposal: tokenish, epoch }).map((c) => {
+      fc.record({ resource, leaseId, proposal: tokenish, epoch, nodes: nodeCount }).map((c) => {
         const k = resourceKeys(PREFIX, c.resource[0], c.resource[1]);
         return {
-          keys: [state.incarnation, state.floor, state.seal, k.record, k.token],
-          args: [c.leaseId, c.proposal, c.epoch],
+          keys: [state.incarnation, state.floor, state.seal, state.settings, k.record, k.token],
+          args: [c.leaseId, c.proposal, c.epoch, c.resource[1], c.nodes],
         };
       }),
     ),
   },
   extend: {
-    call: fc.record({ resource, leaseId, ttl: ttlArg }).map((c) => {
+    call: fc.record({ resource, leaseId, ttl: ttlArg, nodes: nodeCount }).map((c) => {
       const k = resourceKeys(PREFIX, c.resource[0], c.resource[1]);
-      return { keys: [state.incarnation, state.settings, k.lease, k.record], args: [c.leaseId, c.ttl] };
+      return {
+        keys: [state.incarnation, state.settings, k.lease, k.record],
+        args: [c.leaseId, c.ttl, c.nodes],
+      };
     }),
   },
   release: {
@@ -356,7 +379,10 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         id: fc.constantFrom(...REPAIR_IDS),
         ttl: ttlArg,
       })
-      .map((c) => ({ keys: [state.incarnation, state.repair], args: [c.operation, c.id, c.ttl] })),
+      .map((c) => ({
+        keys: [state.incarnation, state.repair, state.floor, state.seal, state.settings],
+        args: [c.operation, c.id, c.ttl],
+      })),
   },
   'repair-read': {
     call: fc
@@ -423,13 +449,13 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
     call: fc
       .record({
         id: fc.constantFrom(...REPAIR_IDS),
-        incarnation: fc.constantFrom('I3', 'I4'),
+        incarnation: fc.constantFrom('I3', 'I4', 'I3@'),
         seal: fc.constantFrom('E5', 'E6'),
         settings: settingsFields,
         odd: fc.constantFrom(false, false, false, true),
       })
       .map((c) => ({
-        keys: [state.incarnation, state.repair, state.seal, state.settings],
+        keys: [state.incarnation, state.repair, state.seal, state.settings, state.floor],
         args: [c.id, c.incarnation, c.seal, ...pairs(c.settings), ...(c.odd ? ['dangling'] : [])],
       })),
   },
@@ -471,11 +497,17 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         step: fc.constantFrom('mark', 'check', 'init'),
         nonce: fc.constantFrom(...NONCES),
         ttl: ttlArg,
-        incarnation: fc.constantFrom('I5', 'I6'),
+        incarnation: fc.constantFrom('I5', 'I6', 'I5@'),
         settings: settingsFields,
       })
       .map((c) => ({
-        keys: [state.incarnation, freshMarkKey(state.fresh, c.nonce), state.settings],
+        keys: [
+          state.incarnation,
+          freshMarkKey(state.fresh, c.nonce),
+          state.settings,
+          state.floor,
+          state.seal,
+        ],
         args: [
           c.step,
           c.nonce,
@@ -490,7 +522,7 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         step: fc.constantFrom('mark', 'check', 'init'),
         nonce: fc.constantFrom(...NONCES),
         ttl: ttlArg,
-        incarnation: fc.constantFrom('I5', 'I6'),
+        incarnation: fc.constantFrom('I5', 'I6', 'I5@'),
         settings: settingsFields,
         tags: slotTags,
       })
@@ -506,6 +538,8 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
             template.tails.incarnation,
             freshMarkKey(template.tails.fresh, c.nonce),
             template.tails.settings,
+            template.tails.floor,
+            template.tails.seal,
             String(fields.length),
             ...fields,
             c.tags,
@@ -517,7 +551,14 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
   'probe-shard': {
     call: slotTags.map((tags) => ({
       keys: [],
-      args: [template.head, template.tails.incarnation, template.tails.seal, tags],
+      args: [
+        template.head,
+        template.tails.incarnation,
+        template.tails.seal,
+        tags,
+        template.tails.floor,
+        template.tails.settings,
+      ],
     })),
     cluster: true,
   },

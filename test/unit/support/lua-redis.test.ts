@@ -125,11 +125,11 @@ describe('the in-process script engine', () => {
     ks.command(['SET', 'p:node:incarnation', 'I1']);
     const keys = ['p:node:incarnation', 'p:node:floor', 'p:node:seal', 'p:node:settings'];
     const item = ['p:{r}:lease', 'p:{r}:lease', 'p:{r}:token'];
-    expect(vm.runScript('acquire', [...keys, ...item], ['L1', 1000, '9223372036854775807', ''])).toEqual([
+    expect(vm.runScript('acquire', [...keys, ...item], ['L1', 1000, '9223372036854775807', '', 3])).toEqual([
       [1, 1],
     ]);
     expect(ks.command(['GET', 'p:{r}:token'])).toBe('9223372036854775807');
-    expect(vm.runScript('acquire', [...keys, ...item], ['L2', 1000, '9223372036854775806', ''])).toEqual([
+    expect(vm.runScript('acquire', [...keys, ...item], ['L2', 1000, '9223372036854775806', '', 3])).toEqual([
       [2, 1000, '9223372036854775807'],
     ]);
   });
