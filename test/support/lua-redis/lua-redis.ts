@@ -121,6 +121,16 @@ requireCjs('fengari/src/defs.js');
   formatG(n, 14);
 const { lua, lauxlib, lualib, to_luastring } = requireCjs('fengari') as Fengari;
 const S = (text: string): Uint8Array => to_luastring(text);
+/** Names used on every call (field names, KEYS, ARGV, registry slots), converted once. */
+const names = new Map<string, Uint8Array>();
+const N = (name: string): Uint8Array => {
+  let bytes = names.get(name);
+  if (bytes === undefined) {
+    bytes = to_luastring(name);
+    names.set(name, bytes);
+  }
+  return bytes;
+};
 
 /**
  * Redis 7.0's globals and error handler, set up before the globals are made read-only: `unpack` (Redis's Lua 5.1
@@ -205,13 +215,20 @@ export function coordinatorScript(name: ScriptName): { source: string; sha: stri
   return script;
 }
 
-/** One Redis server's script engine over one keyspace. */
-export class LuaRedis {
-  private readonly L: LuaState;
-  /** The scripts this server has loaded (its script cache), by SHA1. */
-  private readonly loaded = new Set<string>();
+/**
+ * The Lua state every simulated server shares: creating a state and compiling the scripts costs milliseconds in
+ * fengari, and a simulation creates nodes by the thousand. Sharing changes nothing a script can see: scripts run one
+ * at a time (synchronously), cannot create globals, and get KEYS, ARGV and the server (`current`) anew on every
+ * call; each server keeps its own script cache (`LuaRedis.loaded`) for EVALSHA's NOSCRIPT.
+ */
+class Engine {
+  readonly L: LuaState;
+  /** The scripts compiled into this state, by SHA1. */
+  readonly compiled = new Set<string>();
+  /** The server whose script runs now. */
+  current: LuaRedis | undefined;
 
-  constructor(readonly keyspace: Keyspace) {
+  constructor() {
     const L = lauxlib.luaL_newstate();
     this.L = L;
     for (const [name, open] of [
@@ -229,8 +246,8 @@ export class LuaRedis {
       lua.lua_pushjsfunction(L, body);
       lua.lua_setfield(L, -2, S(name));
     };
-    fn('call', (state) => this.redisCall(state, true));
-    fn('pcall', (state) => this.redisCall(state, false));
+    fn('call', (state) => this.server().redisCall(state, true));
+    fn('pcall', (state) => this.server().redisCall(state, false));
     fn('error_reply', (state) => replyTable(state, 'err', errorReplyText(state)));
     fn('status_reply', (state) => {
       if (lua.lua_gettop(state) !== 1 || lua.lua_type(state, -1) !== lua.LUA_TSTRING) {
@@ -277,7 +294,13 @@ export class LuaRedis {
     lua.lua_settop(L, 0);
   }
 
-  private compile(source: string, chunk: string): void {
+  /** The server whose script is running (redis.call and redis.pcall act on its keyspace). */
+  server(): LuaRedis {
+    if (this.current === undefined) throw new Error('redis.call outside a script run');
+    return this.current;
+  }
+
+  compile(source: string, chunk: string): void {
     const bytes = to_luastring(source);
     if (lauxlib.luaL_loadbuffer(this.L, bytes, bytes.length, S(chunk)) !== lua.LUA_OK) {
       const message = lua.lua_tojsstring(this.L, -1);
@@ -286,12 +309,32 @@ export class LuaRedis {
     }
   }
 
+  /** Compiles a script once per process, kept in the registry under `f_<sha>`. */
+  ensureCompiled(source: string, sha: string): void {
+    if (this.compiled.has(sha)) return;
+    this.compile(source, '@user_script');
+    lua.lua_setfield(this.L, lua.LUA_REGISTRYINDEX, N(`f_${sha}`));
+    this.compiled.add(sha);
+  }
+}
+
+let shared: Engine | undefined;
+
+/** One Redis server's script engine over one keyspace (its own script cache, the process's shared Lua state). */
+export class LuaRedis {
+  private readonly engine: Engine;
+  /** The scripts this server has loaded (its script cache), by SHA1. */
+  private readonly loaded = new Set<string>();
+
+  constructor(readonly keyspace: Keyspace) {
+    shared ??= new Engine();
+    this.engine = shared;
+  }
+
   /** SCRIPT LOAD: compiles `source` into this server's cache; returns its SHA1. */
   load(source: string): string {
     const sha = scriptSha(source);
-    if (this.loaded.has(sha)) return sha;
-    this.compile(source, '@user_script');
-    lua.lua_setfield(this.L, lua.LUA_REGISTRYINDEX, S(`f_${sha}`));
+    this.engine.ensureCompiled(source, sha);
     this.loaded.add(sha);
     return sha;
   }
@@ -303,10 +346,6 @@ export class LuaRedis {
 
   /** SCRIPT FLUSH, or what a restart does to the cache. */
   flushScripts(): void {
-    for (const sha of this.loaded) {
-      lua.lua_pushnil(this.L);
-      lua.lua_setfield(this.L, lua.LUA_REGISTRYINDEX, S(`f_${sha}`));
-    }
     this.loaded.clear();
   }
 
@@ -315,7 +354,10 @@ export class LuaRedis {
     return this.evalsha(this.load(source), keys, args);
   }
 
-  /** A coordinator script by name, as `runScript` in scripts/scripts.ts sends it (EVALSHA of the same source). */
+  /**
+   * A coordinator script by name, as `runScript` in scripts/scripts.ts sends it (EVALSHA of the same source; a
+   * server that lost its cache loads it again first, as NodeConnection does after a restart).
+   */
   runScript(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): ScriptReply {
     const { source, sha } = coordinatorScript(name);
     if (!this.loaded.has(sha)) this.load(source);
@@ -336,18 +378,25 @@ export class LuaRedis {
       }
       if (!this.keyspace.servesSlot(slot)) throw new RedisError(`MOVED ${slot} elsewhere`);
     }
-    return this.keyspace.frozen(() => this.run(sha, keys, args));
+    const engine = this.engine;
+    if (engine.current !== undefined) throw new Error('a script cannot run inside another script');
+    engine.current = this;
+    try {
+      return this.keyspace.frozen(() => this.run(sha, keys, args));
+    } finally {
+      engine.current = undefined;
+    }
   }
 
   private run(sha: string, keys: readonly string[], args: readonly string[]): ScriptReply {
-    const L = this.L;
+    const L = this.engine.L;
     lua.lua_settop(L, 0);
     lua.lua_getfield(L, lua.LUA_REGISTRYINDEX, ERR_HANDLER);
     lua.lua_pushglobaltable(L);
     setArray(L, 'KEYS', keys);
     setArray(L, 'ARGV', args);
     lua.lua_pop(L, 1);
-    lua.lua_getfield(L, lua.LUA_REGISTRYINDEX, S(`f_${sha}`));
+    lua.lua_getfield(L, lua.LUA_REGISTRYINDEX, N(`f_${sha}`));
     const status = lua.lua_pcall(L, 0, 1, 1);
     try {
       if (status !== lua.LUA_OK) throw escapedError(L, sha);
@@ -359,8 +408,8 @@ export class LuaRedis {
     }
   }
 
-  /** redis.call (`raise`) and redis.pcall. */
-  private redisCall(L: LuaState, raise: boolean): number {
+  /** redis.call (`raise`) and redis.pcall, on this server's keyspace. */
+  redisCall(L: LuaState, raise: boolean): number {
     const fail = (message: string): number => {
       lua.lua_settop(L, 0);
       errorTable(L, message);
@@ -382,7 +431,9 @@ export class LuaRedis {
     }
     let reply: Reply;
     try {
-      for (const position of Keyspace.keyPositions(argv)) this.keyspace.checkLocal(argv[position]!);
+      if (this.keyspace.isCluster) {
+        for (const position of Keyspace.keyPositions(argv)) this.keyspace.checkLocal(argv[position]!);
+      }
       reply = this.keyspace.command(argv);
     } catch (error) {
       if (error instanceof RedisError) return fail(error.message);
@@ -395,7 +446,7 @@ export class LuaRedis {
 }
 
 function setArray(L: LuaState, name: string, values: readonly string[]): void {
-  lua.lua_pushstring(L, S(name));
+  lua.lua_pushstring(L, N(name));
   lua.lua_createtable(L, values.length, 0);
   values.forEach((value, i) => {
     lua.lua_pushstring(L, S(value));
@@ -408,7 +459,7 @@ function setArray(L: LuaState, name: string, values: readonly string[]): void {
 function replyTable(L: LuaState, field: string, text: string): number {
   lua.lua_createtable(L, 0, 1);
   lua.lua_pushstring(L, S(text));
-  lua.lua_setfield(L, -2, S(field));
+  lua.lua_setfield(L, -2, N(field));
   return 1;
 }
 
@@ -460,7 +511,7 @@ function toReply(L: LuaState, index: number): ScriptReply {
   if (type === lua.LUA_TNUMBER) return Math.trunc(lua.lua_tonumber(L, index));
   if (type !== lua.LUA_TTABLE) return null;
   const field = (name: string): string | undefined => {
-    lua.lua_pushstring(L, S(name));
+    lua.lua_pushstring(L, N(name));
     const found = lua.lua_rawget(L, index) === lua.LUA_TSTRING ? lua.lua_tojsstring(L, -1) : undefined;
     lua.lua_pop(L, 1);
     return found;
@@ -490,7 +541,7 @@ function escapedError(L: LuaState, sha: string): RedisError {
     );
   }
   const field = (name: string): string | undefined => {
-    lua.lua_getfield(L, top, S(name));
+    lua.lua_getfield(L, top, N(name));
     const type = lua.lua_type(L, -1);
     const value = type === lua.LUA_TSTRING || type === lua.LUA_TNUMBER ? formatField(L, type) : undefined;
     lua.lua_pop(L, 1);
