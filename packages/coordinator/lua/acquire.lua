@@ -10,7 +10,8 @@
 -- KEYS[3i+2]   lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock': the resource name     (i = 1 .. n)
 -- KEYS[3i+3]   lease record     `<leaseId>|<token>`: the lease key itself ('fenced') or a key beside it ('redlock')
 -- KEYS[3i+4]   token register   `<prefix>:{<resource>}:token` (or beside the lease key), `cur` as a decimal string
---              (absent = floor)
+--              (absent = floor; read as max(register, floor); on a stamped Cluster slot the promise goes to the floor,
+--              the slot's one register: include/node-state.lua)
 -- (redlock/keys.ts: in the 'redlock' layout the lease key holds exactly the lease id, as node-redlock's does.)
 -- ARGV[4i-3]   lease id (base64url, never contains '|')
 -- ARGV[4i-2]   ttl in milliseconds (integer)
@@ -56,6 +57,8 @@ local epoch = seal_epoch(KEYS[3])
 local recorded = recorded_settings(KEYS[4])
 local max_ttl = recorded.max_ttl
 local node_count = ARGV[4 * n + 1]
+-- A stamped Cluster slot records every promise in its floor (include/node-state.lua, promise_key).
+local in_floor = promise_key(KEYS[1], false, KEYS[2]) == KEYS[2]
 
 local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, proposal, caller_epoch)
   if not initialized then
@@ -94,7 +97,7 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   end
   -- The promise: only above everything this node ever promised for the resource (cur, or the floor).
   if greater(proposal, cur) then
-    redis.call('SET', token_key, proposal)
+    redis.call('SET', in_floor and KEYS[2] or token_key, proposal)
     return {1, 1}
   end
   return {1, 0, cur}

@@ -7,7 +7,8 @@
 -- KEYS[4]  settings         `<prefix>:node:settings` (hash; nodeCount and keyLayout must match the caller's, when
 --                            recorded: include/node-state.lua)
 -- KEYS[5]  lease record     `<leaseId>|<token>` (the lease key in the 'fenced' layout, the key beside it in 'redlock')
--- KEYS[6]  token register   `<prefix>:{<resource>}:token` (absent = floor; a Cluster slot's floor itself on a member)
+-- KEYS[6]  token register   `<prefix>:{<resource>}:token` (absent = floor; read as max(register, floor); on a stamped
+--                            Cluster slot the promise goes to the floor, the slot's one register: include/node-state.lua)
 -- ARGV[1]  lease id of the proposer
 -- ARGV[2]  proposed token t (canonical decimal string, 1 ..= 2^63-1)
 -- ARGV[3]  the seal epoch the caller last saw for this node ('' for none)
@@ -56,7 +57,7 @@ end
 if not greater(ARGV[2], cur) then
   return {5, cur}
 end
-redis.call('SET', KEYS[6], ARGV[2])
+redis.call('SET', promise_key(KEYS[1], KEYS[6], KEYS[2]), ARGV[2])
 
 local value = redis.call('GET', KEYS[5])
 -- Only the holder's own lease value is rewritten; another holder's key is never touched.

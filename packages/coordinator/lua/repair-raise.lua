@@ -14,8 +14,9 @@
 --
 -- Returns
 --   {1}  RAISED: floor = max(floor, ARGV[2]); each register = max(its value or the floor, ARGV[3+i]); each record
---        that is absent is set to its value for its remaining ttl, and a separate lease key that is absent to the
---        lease id (a key already there is left alone).
+--        that is absent is set to its value for its remaining ttl, one of the same lease with a lower token is raised
+--        to this token (its ttl kept), any other is left alone; a separate lease key that is absent is set to the
+--        lease id.
 --   {4}  CORRUPT: the floor or a register holds something other than a decimal token; nothing more is written.
 --   {6}  NO_REPAIR_MARKER: the marker is gone or belongs to another repair (the node restarted again, or the
 --        marker expired and another process took over): nothing changed, the repair must start over.
@@ -75,7 +76,14 @@ end
 for j = 1, l do
   local record_key, lease_key = KEYS[1 + r + 2 * j], KEYS[2 + r + 2 * j]
   local value, pttl = ARGV[2 + r + 2 * j], ARGV[3 + r + 2 * j]
-  redis.call('SET', record_key, value, 'PX', pttl, 'NX')
+  -- A copy an earlier attempt left (NX keeps it) is raised to this one's token when it is the same lease's.
+  local present = redis.call('GET', record_key)
+  if present == false then
+    redis.call('SET', record_key, value, 'PX', pttl)
+  elseif lease_holder(present) == lease_holder(value) and present ~= value and is_token(lease_token(value)) and
+      (not is_token(lease_token(present)) or greater(lease_token(value), lease_token(present))) then
+    redis.call('SET', record_key, value, 'KEEPTTL')
+  end
   if lease_key ~= record_key then
     redis.call('SET', lease_key, lease_holder(value), 'PX', pttl, 'NX')
   end

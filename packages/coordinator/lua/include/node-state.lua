@@ -6,9 +6,9 @@
 --   incarnation key with them; nothing else removes node-state keys.
 -- - A slot of a Redis Cluster member: its incarnation is *stamped* `<id>@<shard id>` (CLUSTER MYID of the shard that
 --   initialized or repaired it), and the slot votes only on that shard and only while every one of its node-state
---   keys (floor, seal epoch, settings: `witness_keys`) is present. On a member, every resource of a slot is promised
---   in the slot's floor itself (nodes/cluster/…: the floor is the slot's one token register), so the floor alone is
---   everything the slot promised. MIGRATE moves a slot's keys one batch at a time, in any order, and a shard can
+--   keys (floor, seal epoch, settings: `witness_keys`) is present. A stamped slot records every promise in its floor
+--   itself (promise_key: the floor is the slot's one token register; a register an earlier version wrote is still
+--   read, as max(register, floor)), so the floor alone bounds everything the slot promised. MIGRATE moves a slot's keys one batch at a time, in any order, and a shard can
 --   restart empty between two batches or after the last one: a slot whose floor, seal or settings did not arrive,
 --   or was lost after its incarnation arrived, is missing a witness; a slot whose keys arrived on another shard
 --   (a completed migration, a cancelled one whose keys stayed behind, a promoted replica) carries another shard's
@@ -32,6 +32,16 @@ local function node_may_vote(incarnation_key, witness_keys)
     return false
   end
   return true
+end
+
+-- Where a promise for a resource is recorded: its own register (`token_key`), or, on a stamped Cluster slot, the
+-- slot's floor (see above). The answer is read_register(token_key, floor_key) either way (include/decimal-token.lua).
+local function promise_key(incarnation_key, token_key, floor_key)
+  local incarnation = redis.call('GET', incarnation_key)
+  if incarnation ~= false and string.find(incarnation, '@', 1, true) ~= nil then
+    return floor_key
+  end
+  return token_key
 end
 
 -- An incarnation id as it is written: one ending in '@' (a Cluster slot's, nodes/cluster-connection.ts) is completed

@@ -4,7 +4,7 @@
  * ioredis 5 or an ioredis 4, and `instanceof` fails for every client of another copy.
  *
  * What the coordinator needs from a client: `sendCommand` (scripts go straight to the connection, see
- * scripts/scripts.ts), `duplicate` (the waiters' subscriber connection), the events `ready` and `error`, `status`,
+ * src/scripts/scripts.ts), `duplicate` (the waiters' subscriber connection), the events `ready` and `error`, `status`,
  * `options` (address and the keyPrefix check), `connect`, `quit` and `disconnect`, and the command methods `ping`,
  * `config`, `info`, `exists`, `scan` and `subscribe`. ioredis 4.28+ and 5 have all of them with the same
  * behaviour; both are tested (test/integration/redlock/foreign-clients.test.ts).

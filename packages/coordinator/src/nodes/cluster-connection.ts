@@ -31,7 +31,7 @@
  *   on the node with ASK or TRYAGAIN, without running it. A slot's node-state keys move with it (they are keys of
  *   that slot); a slot that arrives without them refuses and is repaired.
  *
- * Tests that fail when this breaks: test/integration/coordinator/nodes/cluster-member.test.ts,
+ * Tests that fail when this breaks: test/integration/coordinator/cluster/cluster-member.test.ts,
  * test/fault/cluster-amnesia.test.ts (F25 and its negative control).
  */
 import ioredis, { type Cluster, type Redis } from 'ioredis';
@@ -580,8 +580,7 @@ export class ClusterConnection extends NodeConnection {
     return this.slotBatcher('acquire', slot, this.acquireBatchers)
       .call(
         timeoutMs,
-        // The slot's floor is the token register of every resource of the slot (include/node-state.lua).
-        [keys.lease, keys.record, this.stateKeysOf(slot).floor],
+        [keys.lease, keys.record, keys.token],
         [leaseId, ttlMs, proposal.toString(), this.sealEpochs[slot]!],
       )
       .then((reply) => this.learn(slot, reply));
@@ -614,7 +613,7 @@ export class ClusterConnection extends NodeConnection {
     return this.script(
       'promise',
       timeoutMs,
-      [k.incarnation, k.floor, k.seal, k.settings, keys.record, k.floor],
+      [k.incarnation, k.floor, k.seal, k.settings, keys.record, keys.token],
       [leaseId, proposal.toString(), this.sealEpochs[slot]!, keyLayoutOf(keys), this.nodeCount],
     ).then((reply) => this.learn(slot, reply));
   }

@@ -293,7 +293,23 @@ export class NodeSet implements ProtocolContext {
         );
       }
     });
+    // Fewer than a quorum vote now (every node flushed between two uses, say): look at every node at once instead of
+    // at the next re-check, so that a fresh initialization (or the repairs) can start within the caller's retries.
+    if (
+      !this.recheckSoon &&
+      !this.closing.aborted &&
+      this.nodes.filter((n) => n.isVoting(this.settings.unsafeAllowUnsafeNodes)).length < this.quorum
+    ) {
+      this.recheckSoon = true;
+      setImmediate(() => {
+        this.recheckSoon = false;
+        void this.recheck();
+      });
+    }
   }
+
+  /** A re-check is scheduled for the next turn (see noteAbstentions). */
+  private recheckSoon = false;
 
   unavailable(
     summary: string,

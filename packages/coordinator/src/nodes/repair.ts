@@ -68,9 +68,9 @@
  * At most one process repairs a node (the marker); others wait for it. The cost tracks active resources: idle
  * registers are folded into the floor (fold.lua), and the floor is one key.
  *
- * Tests that fail when this breaks: the protocol simulation (test/unit/coordinator/protocol-simulation.test.ts, with
+ * Tests that fail when this breaks: the protocol simulation (test/unit/coordinator/protocol/protocol-simulation.test.ts, with
  * processes of different settings and clock rates; its negative controls: the seal off, the old sit-out repair),
- * test/unit/coordinator/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
+ * test/unit/coordinator/nodes/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
  * script), test/fault/amnesia.test.ts (F19, F22), test/fault/settings-disagree.test.ts (F23),
  * test/fault/flushed-node.test.ts (F24), and the mutation table's rows 09, 10 and 19–23 (test/mutants/). The copy's
  * raise to the final floor: repair.test.ts, "the copy streams while the sources are read".
@@ -327,7 +327,7 @@ async function readSources(
         if (read.floor > merged.floor) merged.floor = read.floor;
         for (const [key, lease] of read.leases) {
           const known = merged.leases.get(key);
-          if (known === undefined || lease.pttlMs > known.pttlMs) merged.leases.set(key, lease);
+          if (known === undefined || laterCopy(lease, known)) merged.leases.set(key, lease);
         }
         mergeSettings(merged.settings, read.settings);
         complete++;
@@ -348,6 +348,23 @@ async function readSources(
     );
   }
   return merged;
+}
+
+/**
+ * Whether lease record `a` is the copy to keep over `b` (same key): the one carrying the grant's token — a node that
+ * granted with a refused guess keeps `<leaseId>|<guess>`, the nodes that promised the grant's token hold
+ * `<leaseId>|<token>` (promise.lua), and a sealed source among those is read — then the longer remaining ttl.
+ */
+export function laterCopy(
+  a: { readonly value: string; readonly pttlMs: number },
+  b: { readonly value: string; readonly pttlMs: number },
+): boolean {
+  const tokenOf = (value: string): bigint => {
+    const text = value.slice(value.indexOf('|') + 1);
+    return value.includes('|') && /^[0-9]{1,19}$/.test(text) ? BigInt(text) : 0n;
+  };
+  const [ta, tb] = [tokenOf(a.value), tokenOf(b.value)];
+  return ta !== tb ? ta > tb : a.pttlMs > b.pttlMs;
 }
 
 /**

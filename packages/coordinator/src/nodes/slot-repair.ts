@@ -39,6 +39,7 @@ import { ClusterConnection } from './cluster-connection.js';
 import type { NodeConnection } from './node-connection.js';
 import {
   DEFAULT_REPAIR_TIMING,
+  laterCopy,
   mergeSettings,
   sourcesRequired,
   type RepairContext,
@@ -213,7 +214,7 @@ function merge(
   }
   for (const [key, value, pttlMs] of leases) {
     const known = into.leases.get(key);
-    if (known === undefined || pttlMs > known.pttlMs) into.leases.set(key, { value, pttlMs });
+    if (known === undefined || laterCopy({ value, pttlMs }, known)) into.leases.set(key, { value, pttlMs });
   }
 }
 

@@ -365,7 +365,9 @@ describe('folding per shard', () => {
         }
         return found;
       };
-      expect(await registers()).toBe(resources.length);
+      // The seeded registers are what an earlier version left (a stamped slot promises in its floor, and the acquires
+      // above read them without writing them): the background pass may fold some already, never more than these.
+      expect(await registers()).toBeLessThanOrEqual(resources.length);
       await eventually(async () => (await registers()) === 0, {
         what: 'the idle registers to be folded',
         timeoutMs: 40_000,
