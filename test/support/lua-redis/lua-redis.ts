@@ -1,6 +1,6 @@
 /**
  * Redis's script engine in process: a Lua VM that runs the coordinator's own scripts (packages/coordinator/lua,
- * includes expanded by the coordinator's own loader, `loadScriptSource` in scripts/scripts.ts) behind the surface
+ * includes expanded by the coordinator's own loader, `loadScriptSource` in the coordinator's scripts.ts) behind the surface
  * Redis 7.0 gives a script — `redis.call`, `redis.pcall`, `redis.error_reply`, `redis.status_reply`, KEYS and ARGV —
  * over an in-memory keyspace (keyspace.ts). For the deterministic simulation, and checked against a real
  * `redis-server` by test/integration/lua-redis/differential.test.ts.
@@ -355,7 +355,7 @@ export class LuaRedis {
   }
 
   /**
-   * A coordinator script by name, as `runScript` in scripts/scripts.ts sends it (EVALSHA of the same source; a
+   * A coordinator script by name, as the coordinator's `runScript` (scripts.ts) sends it (EVALSHA of the same source; a
    * server that lost its cache loads it again first, as NodeConnection does after a restart).
    */
   runScript(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): ScriptReply {
