@@ -375,7 +375,7 @@ export function renderMarkdown(
         ]),
       ),
       '',
-      `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together; and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply)` +
+      `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together (for a fencing peer with its own server, that server); and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply)` +
         (hasIo
           ? `; then, per node and cycle, the socket reads the node processed (each one batch of a client's commands arriving: round trips) and the commands it ran (a script's inner calls included).`
           : '.'),
@@ -391,6 +391,10 @@ export function renderMarkdown(
               cell.redisReadsPerCycle === undefined
                 ? ''
                 : `; ${num(cell.redisReadsPerCycle, 2)} reads, ${num(cell.redisCommandsPerCycle, 1)} commands`;
+            if (cell.serverCpuUsPerCycle !== undefined) {
+              // A fencing peer with its own server: that server's CPU, not the idle Redis nodes'.
+              return `${num(cell.clientCpuUsPerCycle)} / ${num(cell.serverCpuUsPerCycle)} µs (${cell.serverCpuOf ?? 'its server'})`;
+            }
             return `${num(cell.clientCpuUsPerCycle)} / ${num(cell.redisCpuUsPerCycle)} µs, ${num(cell.aofBytesPerCycle)} B${io}`;
           }),
         ]),
