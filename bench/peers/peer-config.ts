@@ -13,6 +13,8 @@ export class PeerConfigError extends Error {
   }
 }
 
+const INT64_MAX = 2n ** 63n - 1n;
+
 /** One etcd member on loopback: its name, client port and peer port. */
 export interface EtcdMember {
   readonly name: string;
@@ -128,7 +130,9 @@ export function parseEtcdRevision(revision: unknown): bigint {
       `an etcd revision is a positive decimal int64 string, got ${JSON.stringify(revision) ?? String(revision)}`,
     );
   }
-  return BigInt(revision);
+  const value = BigInt(revision);
+  if (value > INT64_MAX) throw new PeerConfigError(`an etcd revision is an int64, got ${revision}`);
+  return value;
 }
 
 /**
@@ -177,24 +181,6 @@ export function zkLockPosition(
   return previous === undefined ? { held: true } : { held: false, watch: previous.name };
 }
 
-/**
- * The peers a run asks for among the libraries it runs, split into those whose server is on this machine and
- * the skipped ones with one line each saying why and how to install it.
- */
-export function splitAvailable<T extends string>(
-  wanted: readonly T[],
-  have: (name: T) => string | undefined,
-): { run: T[]; skipped: { name: T; reason: string }[] } {
-  const run: T[] = [];
-  const skipped: { name: T; reason: string }[] = [];
-  for (const name of wanted) {
-    const missing = have(name);
-    if (missing === undefined) run.push(name);
-    else skipped.push({ name, reason: missing });
-  }
-  return { run, skipped };
-}
-
 /** The Postgres token: the lease row's bigint counter, which node-postgres gives as a decimal string. */
 export function parsePgToken(token: unknown): bigint {
   if (typeof token !== 'string' || !/^[1-9]\d{0,18}$/.test(token)) {
@@ -202,5 +188,7 @@ export function parsePgToken(token: unknown): bigint {
       `a Postgres lease token is a positive bigint as a decimal string, got ${JSON.stringify(token) ?? String(token)}`,
     );
   }
-  return BigInt(token);
+  const value = BigInt(token);
+  if (value > INT64_MAX) throw new PeerConfigError(`a Postgres bigint is at most 2^63 - 1, got ${token}`);
+  return value;
 }

@@ -25,8 +25,8 @@ export interface PeerServer {
   stop(): Promise<void>;
 }
 
-function onPathSync(command: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+function onPathSync(command: string, env: NodeJS.ProcessEnv): string | undefined {
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     const file = path.join(dir, command);
     if (dir.length > 0 && existsSync(file)) return file;
   }
@@ -34,20 +34,23 @@ function onPathSync(command: string): string | undefined {
 }
 
 /** The etcd binary, or why the etcd peer is skipped. */
-export function locateEtcd(): { binary: string } | { missing: string } {
-  const binary = onPathSync('etcd');
+export function locateEtcd(env: NodeJS.ProcessEnv = process.env): { binary: string } | { missing: string } {
+  const binary = onPathSync('etcd', env);
   return binary === undefined
     ? { missing: `etcd not installed (Debian package etcd-server; ${INSTALL_HINT})` }
     : { binary };
 }
 
 /** java and the ZooKeeper jar, or why the ZooKeeper peer is skipped. */
-export function locateZookeeper(): { java: string; jar: string } | { missing: string } {
-  const java = onPathSync('java');
-  if (java === undefined || !existsSync(ZOOKEEPER_JAR)) {
+export function locateZookeeper(
+  env: NodeJS.ProcessEnv = process.env,
+  jar = ZOOKEEPER_JAR,
+): { java: string; jar: string } | { missing: string } {
+  const java = onPathSync('java', env);
+  if (java === undefined || !existsSync(jar)) {
     return { missing: `ZooKeeper not installed (Debian package zookeeper; ${INSTALL_HINT})` };
   }
-  return { java, jar: ZOOKEEPER_JAR };
+  return { java, jar };
 }
 
 async function distinctFreePorts(count: number): Promise<number[]> {
