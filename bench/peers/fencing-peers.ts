@@ -406,6 +406,8 @@ export function createRedisIncrPeer(context: PeerContext): FencingPeer {
   const url = context.redisUrls[0];
   if (url === undefined) throw new Error('redis-incr needs at least one Redis node, got none');
   const client = new Redis(url, { enableAutoPipelining: true });
+  // A lost connection fails the acquire that meets it; the event itself needs no handler's output.
+  client.on('error', () => undefined);
   const acquireScript = {
     numberOfKeys: 2,
     lua: `if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('incr', KEYS[2]) end return false`,
