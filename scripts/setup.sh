@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine for fenced: the system tools the tests, demo and benchmarks start for themselves
 # (redis-server, Postgres binaries, a C compiler for the clock shim; with FENCED_BENCH_PEERS=1 also etcd and
-# ZooKeeper, the bench's fencing peers), then the npm dependencies from the lockfile. Safe to run again; installs only what is missing, and skips `npm ci` when node_modules already matches
-# package-lock.json (scripts/node-modules-current.mjs compares it with npm's own record of the install).
+# ZooKeeper, the bench's fencing peers), then the npm dependencies from the lockfile. Safe to run again; installs
+# only what is missing, and skips `npm ci` when node_modules already matches package-lock.json
+# (scripts/node-modules-current.mjs compares it with npm's own record of the install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
