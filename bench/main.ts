@@ -119,14 +119,22 @@ async function main(options: BenchOptions): Promise<number> {
       const postgresPid = (await env.postgres.cluster?.pid()) ?? undefined;
       for (const name of options.libraries.filter(isPeer)) {
         progress.update(`starting the ${name} peer`, true);
-        const created = await createPeer(name, {
-          redisUrls: env.redis.urls,
-          postgresUrl: env.postgres.url,
-          postgresPid,
-          maxTtlMs: fencedBench.maxTtlMs,
-        });
-        if ('skipped' in created) progress.log(`peer ${name}: skipped, ${created.skipped}`);
-        else libraries.push(created.peer);
+        try {
+          const created = await createPeer(name, {
+            redisUrls: env.redis.urls,
+            postgresUrl: env.postgres.url,
+            postgresPid,
+            maxTtlMs: fencedBench.maxTtlMs,
+          });
+          if ('skipped' in created) progress.log(`peer ${name}: skipped, ${created.skipped}`);
+          else libraries.push(created.peer);
+        } catch (error) {
+          // Installed but would not start: a failure of the run (exit 1), and the other libraries still run.
+          failures.record('peers', name, error);
+          progress.log(
+            `peer ${name}: failed to start, ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
       }
     }
     if (baseline !== undefined && options.scenarios.some((s) => BASELINE_SCENARIOS.includes(s))) {
