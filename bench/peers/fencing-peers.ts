@@ -236,7 +236,19 @@ export async function createZookeeperPeer(server: PeerServer, context: PeerConte
     const parentOf = async (resource: string): Promise<string> => {
       const parent = `${root}/${encodeURIComponent(resource)}`;
       if (!parents.has(parent)) {
-        await zkCall<string>((cb) => zk.mkdirp(parent, cb));
+        // The resource's lock node, on its first use by this client: one create (the root exists), an existing
+        // one is fine. Curator's lock does the same (creatingParentContainersIfNeeded). The throughput
+        // scenario's resources are new in every run, so most of its cycles here pay this create too.
+        await zkCall<string>((cb) =>
+          zk.create(parent, (error, created) =>
+            cb(
+              error instanceof zookeeper.Exception && error.getCode() === zookeeper.Exception.NODE_EXISTS
+                ? null
+                : error,
+              created,
+            ),
+          ),
+        );
         parents.add(parent);
       }
       return parent;
