@@ -3,6 +3,7 @@ import type { BenchResults } from './bench-results.js';
 import type { ChartScenario } from './charts.js';
 import { range } from './statistics.js';
 import { LIBRARY_NAMES } from './lock-library.js';
+import { PEER_NAMES } from './peers/peer-config.js';
 import { FLOOR_NAME } from './scenarios/floor.js';
 import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
 import { isHttpResult, type HttpResult, type LegacyHttpResult } from './scenarios/http.js';
@@ -195,6 +196,23 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       measured: `${num(tp.fenced?.median)} vs ${num(tp.redlock?.median)} cycles/s = ${x.toFixed(2)}×`,
       met: Number.isFinite(x) ? x >= 1.5 : undefined,
     });
+  }
+  // Issue 37: fenced against each fencing peer that ran (bench/peers/), at 64 and at 1.
+  for (const peer of PEER_NAMES) {
+    for (const [concurrency, goal] of [
+      ['64', 4],
+      ['1', 1],
+    ] as const) {
+      const cells = r.throughput?.byConcurrency[concurrency];
+      const cell = cells?.[peer];
+      if (cell === undefined) continue;
+      const x = (cells?.fenced?.median ?? NaN) / cell.median;
+      checks.push({
+        target: `acquire+release throughput at concurrency ${concurrency} ≥ ${goal}× ${peer}`,
+        measured: `${num(cells?.fenced?.median)} vs ${num(cell.median)} cycles/s = ${x.toFixed(2)}×`,
+        met: Number.isFinite(x) ? x >= goal : undefined,
+      });
+    }
   }
   const lat = r.latency?.byLibrary;
   if (lat !== undefined) {
