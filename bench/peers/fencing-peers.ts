@@ -305,7 +305,7 @@ export async function createZookeeperPeer(server: PeerServer, context: PeerConte
       packageName: 'node-zookeeper-client',
       version: installedVersion('node-zookeeper-client'),
       configuration: {
-        server: `ZooKeeper ${server.version}, standalone on loopback, forceSync=yes (every transaction fsynced)`,
+        server: `ZooKeeper ${server.version}, ${server.endpoints.length} servers on loopback, forceSync=yes (every transaction fsynced by a quorum)`,
         session: `one per client, sessionTimeout ${sessionTimeout} ms`,
         acquire:
           'create EPHEMERAL_SEQUENTIAL <resource>/lock-, getChildren + exists; lowest holds; token = czxid',
@@ -313,7 +313,7 @@ export async function createZookeeperPeer(server: PeerServer, context: PeerConte
       },
       waitStrategy: 'exists watch on the next-lower node (the recipe), then getChildren again',
       serverCpuSeconds: () => processCpuSeconds(server.pids),
-      serverCpuOf: 'the ZooKeeper JVM',
+      serverCpuOf: `${server.pids.length} ZooKeeper servers`,
       peer: true,
       acquire: (resource) => acquire(resource, undefined),
       acquireWaiting: (resource, _ttlMs, waitMs) => acquire(resource, waitMs),

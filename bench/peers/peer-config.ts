@@ -97,25 +97,75 @@ export function etcdMemberArgs(
   ];
 }
 
+/** One server of a ZooKeeper ensemble on loopback: its id (myid) and its client, quorum and election ports. */
+export interface ZooServer {
+  readonly id: number;
+  readonly clientPort: number;
+  readonly quorumPort: number;
+  readonly electionPort: number;
+}
+
 /**
- * zoo.cfg of a standalone ZooKeeper on loopback: the sample configuration's tickTime, with `forceSync=yes`
- * (the default, written out: every transaction is fsynced before it is acknowledged) and the admin server off
- * (it would take port 8080).
+ * The servers of a ZooKeeper ensemble of `size` on loopback, from the ports given (three per server: client,
+ * quorum, election). ZooKeeper's administrator's guide asks for an odd ensemble of at least three for a
+ * reliable service; the bench uses 3.
  */
-export function zooConfig(dataDir: string, clientPort: number): string {
-  checkPort('ZooKeeper client port', clientPort);
+export function zooServers(size: number, ports: readonly number[]): ZooServer[] {
+  if (!Number.isInteger(size) || size < 1 || size % 2 === 0) {
+    throw new PeerConfigError(
+      `a ZooKeeper ensemble needs an odd server count of at least 1, got ${String(size)}`,
+    );
+  }
+  if (ports.length !== size * 3) {
+    throw new PeerConfigError(
+      `${size} ZooKeeper servers need ${size * 3} ports (client, quorum, election each), got ${ports.length}`,
+    );
+  }
+  if (new Set(ports).size !== ports.length) {
+    throw new PeerConfigError(`ZooKeeper ports must be distinct, got ${ports.join(', ')}`);
+  }
+  return Array.from({ length: size }, (_, i) => {
+    const server = {
+      id: i + 1,
+      clientPort: ports[i * 3]!,
+      quorumPort: ports[i * 3 + 1]!,
+      electionPort: ports[i * 3 + 2]!,
+    };
+    for (const [what, port] of Object.entries(server)) {
+      if (what !== 'id') checkPort(`ZooKeeper server ${server.id}'s ${what}`, port);
+    }
+    return server;
+  });
+}
+
+/**
+ * zoo.cfg of one server of the ensemble on loopback: the sample configuration's tickTime, initLimit and
+ * syncLimit, `forceSync=yes` (the default, written out: every transaction is fsynced before it is acknowledged),
+ * every server of the ensemble, and the admin server off (it would take port 8080). Its `myid` file holds its id.
+ */
+export function zooConfig(server: ZooServer, servers: readonly ZooServer[], dataDir: string): string {
+  if (!servers.some((s) => s.id === server.id)) {
+    throw new PeerConfigError(
+      `ZooKeeper server ${server.id} is not one of the ensemble's (${servers.map((s) => s.id).join(', ')})`,
+    );
+  }
   if (dataDir.length === 0 || /[\n\r]/.test(dataDir)) {
     throw new PeerConfigError(`ZooKeeper dataDir must be a non-empty path on one line, got '${dataDir}'`);
   }
   return [
     'tickTime=2000',
+    'initLimit=10',
+    'syncLimit=5',
     `dataDir=${dataDir}`,
-    `clientPort=${clientPort}`,
+    `clientPort=${server.clientPort}`,
     'clientPortAddress=127.0.0.1',
     'forceSync=yes',
     'maxClientCnxns=0',
     'admin.enableServer=false',
     '4lw.commands.whitelist=ruok,srvr',
+    ...(servers.length > 1
+      ? servers.map((s) => `server.${s.id}=127.0.0.1:${s.quorumPort}:${s.electionPort}`)
+      : []),
     '',
   ].join('\n');
 }

@@ -1,4 +1,4 @@
-// The servers of the fencing peers: a 3-member etcd cluster and a standalone ZooKeeper, each started here on
+// The servers of the fencing peers: a 3-member etcd cluster and a 3-server ZooKeeper ensemble, each started here on
 // loopback in a temporary data directory and stopped by process id. Where the machine lacks one, `locate*`
 // says so in one line and the bench skips that peer.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '@fenced/test-utils/free-port';
 import { own, waitForExit } from '@fenced/test-utils/owned-processes';
-import { etcdMemberArgs, etcdMembers, zooConfig } from './peer-config.js';
+import { etcdMemberArgs, etcdMembers, zooConfig, zooServers } from './peer-config.js';
 
 const INSTALL_HINT = 'FENCED_BENCH_PEERS=1 bash scripts/setup.sh installs it';
 const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
@@ -151,48 +151,60 @@ function commandVersion(binary: string): string {
 }
 
 /**
- * A standalone ZooKeeper (`ZooKeeperServerMain`) on loopback with {@link zooConfig}, ready once it answers
- * `ruok` with `imok`.
+ * A ZooKeeper ensemble of `size` servers (`QuorumPeerMain`, 3 by default, as the administrator's guide asks for)
+ * on loopback with {@link zooConfig}, ready once every server reports itself leader or follower (`srvr`).
  */
-export async function startZookeeper(java: string, jar: string): Promise<PeerServer> {
+export async function startZookeeper(java: string, jar: string, size = 3): Promise<PeerServer> {
+  const servers = zooServers(size, await distinctFreePorts(size * 3));
   const root = await fs.mkdtemp(path.join(os.tmpdir(), 'fenced-bench-zookeeper-'));
-  const port = await freePort();
-  const config = path.join(root, 'zoo.cfg');
-  await fs.mkdir(path.join(root, 'data'));
-  await fs.writeFile(config, zooConfig(path.join(root, 'data'), port));
   const log: string[] = [];
-  const child = startOwned(
-    java,
-    [
-      '-Xmx256m',
-      '-cp',
-      `${ZOOKEEPER_CONF_DIR}:${jar}`,
-      '-Dzookeeper.root.logger=WARN,CONSOLE',
-      `-Dzookeeper.log.dir=${root}`,
-      'org.apache.zookeeper.server.ZooKeeperServerMain',
-      config,
-    ],
-    log,
-  );
+  const children: ChildProcess[] = [];
   const stop = async (): Promise<void> => {
-    await stopChildren([child]);
+    await stopChildren(children);
     await fs.rm(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   };
   try {
-    await waitUntil(
-      'ZooKeeper',
-      async () => (await fourLetterWord(port, 'ruok')) === 'imok',
-      [child],
-      log,
-      60_000,
-    );
+    for (const server of servers) {
+      const dir = path.join(root, `s${server.id}`);
+      await fs.mkdir(path.join(dir, 'data'), { recursive: true });
+      await fs.writeFile(path.join(dir, 'data', 'myid'), `${server.id}\n`);
+      const config = path.join(dir, 'zoo.cfg');
+      await fs.writeFile(config, zooConfig(server, servers, path.join(dir, 'data')));
+      children.push(
+        startOwned(
+          java,
+          [
+            '-Xmx256m',
+            '-cp',
+            `${ZOOKEEPER_CONF_DIR}:${jar}`,
+            '-Dzookeeper.root.logger=WARN,CONSOLE',
+            `-Dzookeeper.log.dir=${dir}`,
+            size > 1
+              ? 'org.apache.zookeeper.server.quorum.QuorumPeerMain'
+              : 'org.apache.zookeeper.server.ZooKeeperServerMain',
+            config,
+          ],
+          log,
+        ),
+      );
+    }
+    const serving = async (): Promise<boolean> => {
+      const modes = await Promise.all(servers.map((s) => fourLetterWord(s.clientPort, 'srvr')));
+      return modes.every((reply) => /Mode: (leader|follower|standalone)/.test(reply));
+    };
+    await waitUntil('ZooKeeper', serving, children, log, 90_000);
   } catch (error) {
     await stop();
     throw error;
   }
-  const srvr = await fourLetterWord(port, 'srvr');
+  const srvr = await fourLetterWord(servers[0]!.clientPort, 'srvr');
   const version = /version:\s*([\d.]+)/i.exec(srvr)?.[1] ?? 'unknown';
-  return { version, endpoints: [`127.0.0.1:${port}`], pids: [child.pid!], stop };
+  return {
+    version,
+    endpoints: servers.map((s) => `127.0.0.1:${s.clientPort}`),
+    pids: children.map((c) => c.pid!),
+    stop,
+  };
 }
 
 function fourLetterWord(port: number, word: string): Promise<string> {

@@ -10,6 +10,7 @@ import {
   sequenceOf,
   zkLockPosition,
   zooConfig,
+  zooServers,
 } from '../../../bench/peers/peer-config.js';
 import { locateEtcd, locateZookeeper } from '../../../bench/peers/peer-servers.js';
 
@@ -53,20 +54,40 @@ describe('etcd configuration of the fencing peer', () => {
 });
 
 describe('ZooKeeper configuration of the fencing peer', () => {
-  it('writes a standalone zoo.cfg on loopback that fsyncs every transaction', () => {
-    const lines = zooConfig('/tmp/zk/data', 2181).split('\n');
-    expect(lines).toContain('dataDir=/tmp/zk/data');
-    expect(lines).toContain('clientPort=2181');
+  const servers = zooServers(3, [2181, 2888, 3888, 2182, 2889, 3889, 2183, 2890, 3890]);
+
+  it('numbers the servers from 1 and gives each its client, quorum and election port', () => {
+    expect(servers[2]).toEqual({ id: 3, clientPort: 2183, quorumPort: 2890, electionPort: 3890 });
+  });
+
+  it("writes each server's zoo.cfg on loopback: the whole ensemble, every transaction fsynced", () => {
+    const lines = zooConfig(servers[1]!, servers, '/tmp/zk/s2/data').split('\n');
+    expect(lines).toContain('dataDir=/tmp/zk/s2/data');
+    expect(lines).toContain('clientPort=2182');
     expect(lines).toContain('clientPortAddress=127.0.0.1');
     expect(lines).toContain('forceSync=yes');
     expect(lines).toContain('admin.enableServer=false');
-    expect(lines.some((l) => l.startsWith('server.'))).toBe(false);
+    expect(lines.filter((l) => l.startsWith('server.'))).toEqual([
+      'server.1=127.0.0.1:2888:3888',
+      'server.2=127.0.0.1:2889:3889',
+      'server.3=127.0.0.1:2890:3890',
+    ]);
+    // A lone server is standalone: no server lines.
+    const alone = zooServers(1, [2181, 2888, 3888]);
+    expect(zooConfig(alone[0]!, alone, '/d').includes('server.')).toBe(false);
   });
 
-  it('refuses a bad port or data directory', () => {
-    expect(() => zooConfig('/d', 70_000)).toThrow(/TCP port from 1 to 65535, got 70000/);
-    expect(() => zooConfig('', 2181)).toThrow(/non-empty path on one line/);
-    expect(() => zooConfig('/d\nforceSync=no', 2181)).toThrow(PeerConfigError);
+  it('refuses an even ensemble, a wrong port count, repeated or invalid ports, a stranger, a bad directory', () => {
+    expect(() => zooServers(2, [1, 2, 3, 4, 5, 6])).toThrow(/odd server count of at least 1, got 2/);
+    expect(() => zooServers(3, [1, 2, 3])).toThrow(/3 ZooKeeper servers need 9 ports .* got 3/);
+    expect(() => zooServers(1, [7, 7, 8])).toThrow(/distinct, got 7, 7, 8/);
+    expect(() => zooServers(1, [70_000, 1, 2])).toThrow(/TCP port from 1 to 65535, got 70000/);
+    const stranger = { id: 9, clientPort: 1, quorumPort: 2, electionPort: 3 };
+    expect(() => zooConfig(stranger, servers, '/d')).toThrow(
+      /server 9 is not one of the ensemble's \(1, 2, 3\)/,
+    );
+    expect(() => zooConfig(servers[0]!, servers, '')).toThrow(/non-empty path on one line/);
+    expect(() => zooConfig(servers[0]!, servers, '/d\nforceSync=no')).toThrow(PeerConfigError);
   });
 });
 
