@@ -342,15 +342,19 @@ export async function createPostgresLeasePeer(context: PeerContext): Promise<Fen
   const pool = new pg.Pool({ connectionString: context.postgresUrl });
   pool.on('error', () => undefined);
   try {
-    await pool.query(
-      `CREATE TABLE IF NOT EXISTS ${PG_TABLE} (
+    // Kept across runs (tokens only rise); two processes creating it at once: the loser's error is harmless.
+    await pool
+      .query(
+        `CREATE TABLE IF NOT EXISTS ${PG_TABLE} (
          resource text PRIMARY KEY,
          holder uuid,
          token bigint NOT NULL,
          expires_at timestamptz NOT NULL
        )`,
-    );
-    await pool.query(`TRUNCATE ${PG_TABLE}`);
+      )
+      .catch((error: unknown) => {
+        if ((error as { code?: string }).code !== '23505') throw error;
+      });
     const synchronousCommit = (await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit'))
       .rows[0]?.synchronous_commit;
     const tryAcquire = async (resource: string, ttlMs: number): Promise<PeerHold> => {
