@@ -56,6 +56,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --runs N                   measured repetitions per cell (default 5 for the full run, 2 for --quick)
   --out FILE                 write the JSON results here instead
   --library NAME[,NAME]      only these libraries: ${LIBRARY_NAMES.join(', ')}
+                             (etcd, zookeeper, postgres-lease and redis-incr are the fencing peers, bench/peers/:
+                             each starts its own server; one not installed is skipped with one line)
   --scale-levels N[,N]       resource counts of the scale scenario (default 1000,100000,1000000)
   --scale-cap-s N            time cap of each scale phase, in seconds (default 30)
   --skip-fold-wait           the scale scenario does not wait for fenced's fold passes after each level

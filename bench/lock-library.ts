@@ -5,6 +5,7 @@ import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { Redis, type RedisOptions } from 'ioredis';
 import { RedlockMutex } from 'redis-semaphore';
 import type { default as RedlockClass } from '../node_modules/redlock/dist/index.js';
+import { PEER_NAMES } from './peers/peer-config.js';
 
 // redlock 5's package.json "exports" has no "types" condition, so under NodeNext TypeScript cannot find its
 // typings through the package name: the types come from the file, the class from the package.
@@ -12,7 +13,13 @@ const redlockPackage: string = 'redlock';
 const { default: Redlock } = (await import(redlockPackage)) as { default: typeof RedlockClass };
 
 /** The libraries compared, in the order their columns appear. */
-export const LIBRARY_NAMES = ['fenced', 'redlock', 'sesame-redlock', 'redis-semaphore'] as const;
+export const LIBRARY_NAMES = [
+  'fenced',
+  'redlock',
+  'sesame-redlock',
+  'redis-semaphore',
+  ...PEER_NAMES,
+] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
 
 /** A held lock, whatever the library: all the scenarios need from it is its release. */
@@ -53,6 +60,18 @@ export interface LockLibrary {
   readonly version: string;
   /** The configuration used, as printed in the report (retry delays, pipelining, ...). */
   readonly configuration: Readonly<Record<string, unknown>>;
+  /**
+   * For a fencing peer with its own server (etcd, ZooKeeper, Postgres): CPU seconds that server has used so far,
+   * so the throughput scenario reports its CPU per cycle instead of the Redis nodes' (bench/peers/).
+   */
+  serverCpuSeconds?(): number;
+  /** What `serverCpuSeconds` measures, in words. */
+  readonly serverCpuOf?: string;
+  /**
+   * A fencing peer (bench/peers/): measured in the throughput, latency and hand-off scenarios, not in the scale
+   * scenario (which reads the Redis nodes' memory).
+   */
+  readonly peer?: boolean;
   /** How it waits for a held resource, in words, for the hand-off table. */
   readonly waitStrategy: string;
   /** One uncontended acquire (no waiting). Throws when not granted. */

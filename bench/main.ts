@@ -27,7 +27,9 @@ import {
   type ScenarioName,
 } from './bench-plan.js';
 import type { BenchResults } from './bench-results.js';
-import { createLockLibraries, type LockLibrary } from './lock-library.js';
+import { createLockLibraries, type LibraryName, type LockLibrary } from './lock-library.js';
+import { createPeer } from './peers/fencing-peers.js';
+import { PEER_NAMES, type PeerName } from './peers/peer-config.js';
 import { Progress } from './progress.js';
 import { chartLinks, writeCharts } from './charts.js';
 import { renderMarkdown, writeDocTables } from './report.js';
@@ -106,7 +108,34 @@ async function main(options: BenchOptions): Promise<number> {
     );
     const fencedBench = { nodeTimeoutMs: options.fencedNodeTimeoutMs, ...fencedLimits(plan) };
     if (options.scenarios.some((s) => LIBRARY_SCENARIOS.includes(s))) {
-      libraries = await createLockLibraries(env.redis.urls, fencedBench, options.libraries);
+      const isPeer = (name: LibraryName): name is PeerName =>
+        (PEER_NAMES as readonly string[]).includes(name);
+      libraries = await createLockLibraries(
+        env.redis.urls,
+        fencedBench,
+        options.libraries.filter((name) => !isPeer(name)),
+      );
+      // The fencing peers (bench/peers/): each starts its own server, or is skipped with one line.
+      const postgresPid = (await env.postgres.cluster?.pid()) ?? undefined;
+      for (const name of options.libraries.filter(isPeer)) {
+        progress.update(`starting the ${name} peer`, true);
+        try {
+          const created = await createPeer(name, {
+            redisUrls: env.redis.urls,
+            postgresUrl: env.postgres.url,
+            postgresPid,
+            maxTtlMs: fencedBench.maxTtlMs,
+          });
+          if ('skipped' in created) progress.log(`peer ${name}: skipped, ${created.skipped}`);
+          else libraries.push(created.peer);
+        } catch (error) {
+          // Installed but would not start: a failure of the run (exit 1), and the other libraries still run.
+          failures.record('peers', name, error);
+          progress.log(
+            `peer ${name}: failed to start, ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+      }
     }
     if (baseline !== undefined && options.scenarios.some((s) => BASELINE_SCENARIOS.includes(s))) {
       // Right after the current fenced, so the rotation of the interleaved runs puts the two side by side.
@@ -162,12 +191,13 @@ async function main(options: BenchOptions): Promise<number> {
             break;
           case 'scale':
             results.scale = await runScale(
-              withFloorIn(scenario),
+              // The fencing peers are not Redis libraries: the scale scenario reads the nodes' memory.
+              withFloorIn(scenario).filter((l) => l.peer !== true),
               env.admin,
               plan.scale,
               state,
               // The earlier fenced of --baseline-ref is open but not measured here: its fold passes stop meanwhile.
-              libraries.filter((l) => !librariesOf(scenario).includes(l)),
+              libraries.filter((l) => !librariesOf(scenario).includes(l) && l.peer !== true),
             );
             break;
           case 'guarded':

@@ -3,6 +3,7 @@ import type { BenchResults } from './bench-results.js';
 import type { ChartScenario } from './charts.js';
 import { range } from './statistics.js';
 import { LIBRARY_NAMES } from './lock-library.js';
+import { PEER_NAMES } from './peers/peer-config.js';
 import { FLOOR_NAME } from './scenarios/floor.js';
 import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
 import { isHttpResult, type HttpResult, type LegacyHttpResult } from './scenarios/http.js';
@@ -196,6 +197,23 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       met: Number.isFinite(x) ? x >= 1.5 : undefined,
     });
   }
+  // Issue 37: fenced against each fencing peer that ran (bench/peers/), at 64 and at 1.
+  for (const peer of PEER_NAMES) {
+    for (const [concurrency, goal] of [
+      ['64', 4],
+      ['1', 1],
+    ] as const) {
+      const cells = r.throughput?.byConcurrency[concurrency];
+      const cell = cells?.[peer];
+      if (cell === undefined) continue;
+      const x = (cells?.fenced?.median ?? NaN) / cell.median;
+      checks.push({
+        target: `acquire+release throughput at concurrency ${concurrency} ≥ ${goal}× ${peer}`,
+        measured: `${num(cells?.fenced?.median)} vs ${num(cell.median)} cycles/s = ${x.toFixed(2)}×`,
+        met: Number.isFinite(x) ? x >= goal : undefined,
+      });
+    }
+  }
   const lat = r.latency?.byLibrary;
   if (lat !== undefined) {
     const f = lat.fenced?.acquire.p50;
@@ -375,7 +393,7 @@ export function renderMarkdown(
         ]),
       ),
       '',
-      `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together; and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply)` +
+      `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together (for a fencing peer with its own server, that server); and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply)` +
         (hasIo
           ? `; then, per node and cycle, the socket reads the node processed (each one batch of a client's commands arriving: round trips) and the commands it ran (a script's inner calls included).`
           : '.'),
@@ -391,6 +409,10 @@ export function renderMarkdown(
               cell.redisReadsPerCycle === undefined
                 ? ''
                 : `; ${num(cell.redisReadsPerCycle, 2)} reads, ${num(cell.redisCommandsPerCycle, 1)} commands`;
+            if (cell.serverCpuUsPerCycle !== undefined) {
+              // A fencing peer with its own server: that server's CPU, not the idle Redis nodes'.
+              return `${num(cell.clientCpuUsPerCycle)} / ${num(cell.serverCpuUsPerCycle)} µs (${cell.serverCpuOf ?? 'its server'})`;
+            }
             return `${num(cell.clientCpuUsPerCycle)} / ${num(cell.redisCpuUsPerCycle)} µs, ${num(cell.aofBytesPerCycle)} B${io}`;
           }),
         ]),

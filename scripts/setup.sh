@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine for fenced: the system tools the tests, demo and benchmarks start for themselves
-# (redis-server, Postgres binaries, a C compiler for the clock shim), then the npm dependencies from the
-# lockfile. Safe to run again; installs only what is missing, and skips `npm ci` when node_modules already matches
-# package-lock.json (scripts/node-modules-current.mjs compares it with npm's own record of the install).
+# (redis-server, Postgres binaries, a C compiler for the clock shim; with FENCED_BENCH_PEERS=1 also etcd and
+# ZooKeeper, the bench's fencing peers), then the npm dependencies from the lockfile. Safe to run again; installs
+# only what is missing, and skips `npm ci` when node_modules already matches package-lock.json
+# (scripts/node-modules-current.mjs compares it with npm's own record of the install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,12 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   missing+=(postgresql)
+fi
+# The fencing peers of `npm run bench` (bench/peers/): etcd and ZooKeeper only when asked, never by default (CI
+# time); without them the bench skips those two peers with one line each.
+if [ "${FENCED_BENCH_PEERS:-0}" = "1" ]; then
+  command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+  [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -24,6 +24,12 @@ export interface ThroughputCell {
    */
   clientCpuUsPerCycle: number;
   redisCpuUsPerCycle: number;
+  /**
+   * For a fencing peer with its own server (etcd, ZooKeeper, Postgres): that server's CPU per cycle, and what it
+   * covers (`serverCpuOf`); `redisCpuUsPerCycle` is then the idle Redis nodes'. Absent for the Redis libraries.
+   */
+  serverCpuUsPerCycle?: number;
+  serverCpuOf?: string;
   /** Median over the runs of the bytes one cycle appends to each node's AOF (each of them fsynced). */
   aofBytesPerCycle: number;
   /**
@@ -64,6 +70,7 @@ export async function runThroughput(
       const ioBefore = await redisIoCounters(admin);
       const measured = !tag.endsWith('warmup');
       if (measured) await profiler?.begin();
+      const serverBefore = library.serverCpuSeconds?.();
       const clientBefore = process.cpuUsage();
       const run = await runWorkers({
         concurrency,
@@ -76,6 +83,7 @@ export async function runThroughput(
       });
       const client = process.cpuUsage(clientBefore);
       if (measured) await profiler?.end(`${concurrency}`, library.name, run.ops);
+      const server = serverBefore === undefined ? undefined : library.serverCpuSeconds!() - serverBefore;
       const redis = (await redisCpuSeconds(admin)) - redisBefore;
       const ioAfter = await redisIoCounters(admin);
       const aofAfter = await aofSizes(admin);
@@ -89,6 +97,7 @@ export async function runThroughput(
         errors: run.errors,
         clientCpuUsPerCycle: (client.user + client.system) / run.ops,
         redisCpuUsPerCycle: (redis * 1e6) / run.ops,
+        serverCpuUsPerCycle: server === undefined ? undefined : (server * 1e6) / run.ops,
         aofBytesPerCycle: aofBytes / run.ops,
         redisReadsPerCycle: (ioAfter.reads - ioBefore.reads) / admin.length / run.ops,
         redisCommandsPerCycle: (ioAfter.commands - ioBefore.commands) / admin.length / run.ops,
@@ -112,6 +121,14 @@ export async function runThroughput(
         redisReadsPerCycle: median(runs.map((r) => r.redisReadsPerCycle)),
         redisCommandsPerCycle: median(runs.map((r) => r.redisCommandsPerCycle)),
       };
+      const serverCpu = runs.flatMap((r) =>
+        r.serverCpuUsPerCycle === undefined ? [] : [r.serverCpuUsPerCycle],
+      );
+      const library = libraries.find((l) => l.name === name);
+      if (serverCpu.length > 0 && library?.serverCpuOf !== undefined) {
+        cells[name].serverCpuUsPerCycle = median(serverCpu);
+        cells[name].serverCpuOf = library.serverCpuOf;
+      }
     }
     byConcurrency[String(concurrency)] = cells;
     if (profiler !== undefined) {
