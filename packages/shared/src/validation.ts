@@ -109,14 +109,6 @@ export function assertMatches(name: string, value: unknown, pattern: RegExp, exp
 }
 
 /**
- * The options style of every fenced package: `options` over `defaults`, where an `undefined` property means
- * "use the default" and a property that is neither in `defaults` nor in `required` is refused (a typo must not
- * silently fall back to a default). Validate the result, then freeze it.
- * @param what the options' owner, for the message (`coordinator`, `guarded store`).
- * @param required names of options without a default (they are kept, and not refused as unknown).
- * @throws InvalidRequestError for a non-object or an unknown option.
- */
-/**
  * The known option `key` most likely stands for, or `undefined`: the same name with the `Ms` unit (`ttl` →
  * `ttlMs`), or the same name in other letter case (`ttlms` → `ttlMs`).
  */
@@ -153,6 +145,14 @@ export function rejectMisnamedOptions(what: string, options: object, known: read
   }
 }
 
+/**
+ * The options style of every fenced package: `options` over `defaults`, where an `undefined` property means
+ * "use the default" and a property that is neither in `defaults` nor in `required` is refused (a typo must not
+ * silently fall back to a default). Validate the result, then freeze it.
+ * @param what the options' owner, for the message (`coordinator`, `guarded store`).
+ * @param required names of options without a default (they are kept, and not refused as unknown).
+ * @throws InvalidRequestError for a non-object or an unknown option.
+ */
 export function mergeOptions<D extends object>(
   what: string,
   defaults: D,
