@@ -52,13 +52,12 @@ if n < 1 or n % 1 ~= 0 or #ARGV ~= 4 * n + 1 then
   return redis.error_reply('ERR fenced acquire: expected 4 + 3n keys and 4n + 1 arguments')
 end
 
-local initialized = node_may_vote(KEYS[1], {KEYS[2], KEYS[3], KEYS[4]})
+-- A stamped Cluster slot records every promise in its floor (include/node-state.lua, promise_key).
+local initialized, stamped = node_may_vote(KEYS[1], {KEYS[2], KEYS[3], KEYS[4]})
 local epoch = seal_epoch(KEYS[3])
 local recorded = recorded_settings(KEYS[4])
 local max_ttl = recorded.max_ttl
 local node_count = ARGV[4 * n + 1]
--- A stamped Cluster slot records every promise in its floor (include/node-state.lua, promise_key).
-local in_floor = promise_key(KEYS[1], false, KEYS[2]) == KEYS[2]
 
 local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, proposal, caller_epoch)
   if not initialized then
@@ -97,7 +96,7 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   end
   -- The promise: only above everything this node ever promised for the resource (cur, or the floor).
   if greater(proposal, cur) then
-    redis.call('SET', in_floor and KEYS[2] or token_key, proposal)
+    redis.call('SET', promise_key(stamped, token_key, KEYS[2]), proposal)
     return {1, 1}
   end
   return {1, 0, cur}

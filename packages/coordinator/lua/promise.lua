@@ -35,7 +35,8 @@
 -- @include node-state
 -- @include settings-check
 
-if not node_may_vote(KEYS[1], {KEYS[2], KEYS[3], KEYS[4]}) then
+local may_vote, stamped = node_may_vote(KEYS[1], {KEYS[2], KEYS[3], KEYS[4]})
+if not may_vote then
   return {3}
 end
 local mismatch = settings_mismatch(recorded_settings(KEYS[4]), ARGV[5], ARGV[4])
@@ -57,7 +58,7 @@ end
 if not greater(ARGV[2], cur) then
   return {5, cur}
 end
-redis.call('SET', promise_key(KEYS[1], KEYS[6], KEYS[2]), ARGV[2])
+redis.call('SET', promise_key(stamped, KEYS[6], KEYS[2]), ARGV[2])
 
 local value = redis.call('GET', KEYS[5])
 -- Only the holder's own lease value is rewritten; another holder's key is never touched.

@@ -15,30 +15,31 @@
 --   stamp. Either way it answers NOT_INITIALIZED and is re-proven by a sealed repair of that slot from the other
 --   members (repair-marker.lua claims it; finish-repair.lua stamps it anew). Nothing here rests on timing.
 
--- Whether the node (slot) may vote: see above. `witness_keys` are checked for a stamped incarnation only.
+-- Whether the node (slot) may vote, and whether it is a stamped Cluster slot: see above. `witness_keys` are checked
+-- for a stamped incarnation only.
 local function node_may_vote(incarnation_key, witness_keys)
   local incarnation = redis.call('GET', incarnation_key)
   if incarnation == false then
-    return false
+    return false, false
   end
   local at = string.find(incarnation, '@', 1, true)
   if at == nil then
-    return true
+    return true, false
   end
   if string.sub(incarnation, at + 1) ~= redis.call('CLUSTER', 'MYID') then
-    return false
+    return false, true
   end
   if #witness_keys > 0 and redis.call('EXISTS', unpack(witness_keys)) ~= #witness_keys then
-    return false
+    return false, true
   end
-  return true
+  return true, true
 end
 
--- Where a promise for a resource is recorded: its own register (`token_key`), or, on a stamped Cluster slot, the
--- slot's floor (see above). The answer is read_register(token_key, floor_key) either way (include/decimal-token.lua).
-local function promise_key(incarnation_key, token_key, floor_key)
-  local incarnation = redis.call('GET', incarnation_key)
-  if incarnation ~= false and string.find(incarnation, '@', 1, true) ~= nil then
+-- Where a promise for a resource is recorded: its own register (`token_key`), or, on a stamped Cluster slot
+-- (node_may_vote's second answer), the slot's floor (see above). The answer is read_register(token_key, floor_key)
+-- either way (include/decimal-token.lua).
+local function promise_key(stamped, token_key, floor_key)
+  if stamped then
     return floor_key
   end
   return token_key
