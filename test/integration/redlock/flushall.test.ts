@@ -53,7 +53,10 @@ describe('@fenced/redlock and FLUSHALL', () => {
     // The nodes hold no register any more; this process's proposal (above what it saw, and the time floor) is
     // what keeps the token above the one before the loss.
     expect(next.token! > first.token!).toBe(true);
-    for (const client of clients) expect(await lockValue(client, '{flush}all')).toBe(next.value);
+    // A quorum holds the lease: under load one node may still be answering NOT_INITIALIZED when the others
+    // were initialized afresh and granted (it is repaired on a later use, as in the first test).
+    const holders = await Promise.all(clients.map((client) => lockValue(client, '{flush}all')));
+    expect(holders.filter((value) => value === next.value).length).toBeGreaterThanOrEqual(2);
     await next.release();
   }, 30_000);
 
