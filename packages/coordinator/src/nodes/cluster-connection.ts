@@ -10,8 +10,8 @@
  *   seal check and the promise are one call. So everything DESIGN §3 argues for one node holds for each (member,
  *   slot) pair, and the quorum arithmetic is over members: for a resource in slot s, member i's vote is the vote of
  *   (i, s), and two majorities of members still meet in a member, hence in the pair (that member, s).
- * - **Batching never crosses a slot.** Acquires and releases are batched per slot (one ScriptBatcher per slot),
- *   so a batch's keys, shared node-state keys included, are all in one slot.
+ * - **Batching never crosses a slot.** Acquires and releases are batched per scope (NodeConnection, over
+ *   nodes/node-scopes.ts: a slot here), so a batch's keys, shared node-state keys included, are all in one slot.
  * - **Amnesia is per slot.** A shard restarted without its data has lost the incarnation keys of its own slots,
  *   so every script on those slots refuses (NOT_INITIALIZED), whatever this process believes; the other slots
  *   still hold their keys and keep voting. An empty slot is never initialized in place once any slot of any member
@@ -38,24 +38,16 @@ import ioredis, { type Cluster, type Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';
 import {
   interpretReply,
-  type AcquireReply,
-  type ExtendReply,
   type FoldReply,
   type FreshInitReply,
-  type InspectReply,
   type ProbeShardReply,
-  type PromiseReply,
-  type ReleaseReply,
   type RepairReadReply,
   type ScriptName,
   type SettingsReply,
 } from '../scripts/script-results.js';
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
-import { ScriptBatcher } from '../scripts/script-batcher.js';
 import {
   freshMarkKey,
-  keyLayoutOf,
-  nodeStateKeys,
   slotKeyTemplate,
   resourceKeyPattern,
   slotFloorKeyPattern,
@@ -278,19 +270,6 @@ function parseClusterSlots(reply: unknown): SlotRange[] {
  * slot (see the argument at the top of this file).
  */
 export class ClusterConnection extends NodeConnection {
-  /** Per slot: 1 when the slot was last seen holding its incarnation key (it votes), 0 otherwise. */
-  private readonly slotInitialized = new Uint8Array(SLOT_COUNT);
-  private initializedSlotCount = 0;
-  /** Per slot: the seal epoch this process last saw for (this member, slot). */
-  private readonly sealEpochs: string[] = new Array<string>(SLOT_COUNT).fill('');
-  private readonly slotKeys: (NodeStateKeys | undefined)[] = new Array<NodeStateKeys | undefined>(SLOT_COUNT);
-  private readonly acquireBatchers = new Map<number, ScriptBatcher<'acquire'>>();
-  private readonly releaseBatchers = new Map<number, ScriptBatcher<'release'>>();
-  private readonly pendingSlots = new Set<number>();
-  /** Slots this process is repairing now. */
-  readonly slotsUnderRepair = new Set<number>();
-  /** Told when a script reveals an empty slot (NodeSet starts its repair). */
-  onSlotEmpty: (slot: number) => void = () => undefined;
   /** The slot layout the last probe read. */
   private layout: SlotRange[] = [];
   /** The masters the running fold pass walks (read when it started), and when this process last took its lock. */
@@ -370,6 +349,7 @@ export class ClusterConnection extends NodeConnection {
           .sort()
           .join(',')}`,
         owned,
+        perSlot: true,
       },
       prefix,
       reportError,
@@ -400,39 +380,6 @@ export class ClusterConnection extends NodeConnection {
     return true;
   }
 
-  override get anyInitialized(): boolean {
-    return this.initializedSlotCount > 0;
-  }
-
-  override markInitialized(): void {
-    this.slotInitialized.fill(1);
-    this.initializedSlotCount = SLOT_COUNT;
-    this.initialized = true;
-  }
-
-  /** Whether slot `slot` was last seen holding its incarnation key. */
-  slotVotes(slot: number): boolean {
-    return this.slotInitialized[slot] === 1;
-  }
-
-  /** Slots last seen without their incarnation key. */
-  emptySlots(): number[] {
-    const slots: number[] = [];
-    for (let slot = 0; slot < SLOT_COUNT; slot++) if (this.slotInitialized[slot] === 0) slots.push(slot);
-    return slots;
-  }
-
-  /** Records a slot as repaired (it holds its incarnation key again) and the epoch its repair left. */
-  slotRepaired(slot: number, sealEpoch: string): void {
-    this.setSlot(slot, true);
-    this.sealEpochs[slot] = sealEpoch;
-  }
-
-  /** A slot found holding its incarnation key again (repaired by another process). */
-  slotFound(slot: number): void {
-    this.setSlot(slot, true);
-  }
-
   /**
    * Each shard as the last probe saw it (up, problems), with its slot counts as they are now: slots voting and
    * slots under repair change with every vote and repair between probes.
@@ -448,8 +395,8 @@ export class ClusterConnection extends NodeConnection {
       let repairing = 0;
       for (const { start, end } of ranges) {
         for (let slot = start; slot <= end; slot++) {
-          if (this.slotInitialized[slot] === 1) voting++;
-          if (this.slotsUnderRepair.has(slot)) repairing++;
+          if (this.scopes.votes(slot)) voting++;
+          if (this.scopes.underRepair.has(slot)) repairing++;
         }
       }
       return { ...shard, votingSlots: voting, slotsUnderRepair: repairing };
@@ -471,26 +418,6 @@ export class ClusterConnection extends NodeConnection {
     return `${this.prefix}:{`;
   }
 
-  /** The epoch a repair's seal left on a slot of this member (this process's own later rounds carry it). */
-  slotSealed(slot: number, sealEpoch: string): void {
-    this.sealEpochs[slot] = sealEpoch;
-  }
-
-  private setSlot(slot: number, initialized: boolean): void {
-    const was = this.slotInitialized[slot] === 1;
-    if (was === initialized) return;
-    this.slotInitialized[slot] = initialized ? 1 : 0;
-    this.initializedSlotCount += initialized ? 1 : -1;
-    this.initialized = this.initializedSlotCount === SLOT_COUNT;
-  }
-
-  override isVoting(allowUnsafe: boolean): boolean {
-    const probe = this.lastProbe;
-    if (probe === undefined || (probe.configProblems.length > 0 && !allowUnsafe)) return false;
-    // Each slot's scripts refuse on their own while it is empty or under repair; the rest of the member votes.
-    return this.anyInitialized;
-  }
-
   override duplicateSubscriber(options: Record<string, unknown>): Redis {
     // PUBLISH reaches every node of a cluster, so one subscribed connection hears every release.
     return this.cluster.duplicate(undefined, {
@@ -510,143 +437,6 @@ export class ClusterConnection extends NodeConnection {
     }
   }
 
-  /** The node-state keys of one slot (built once per slot). */
-  stateKeysOf(slot: number): NodeStateKeys {
-    let keys = this.slotKeys[slot];
-    if (keys === undefined) {
-      keys = nodeStateKeys(this.prefix, slot);
-      this.slotKeys[slot] = keys;
-    }
-    return keys;
-  }
-
-  /** A reply that reveals an empty slot stops it voting here and asks for its repair. */
-  private learn<R extends { readonly kind: string }>(slot: number, reply: R): R {
-    if (reply.kind === 'sealed') this.sealEpochs[slot] = (reply as unknown as { epoch: string }).epoch;
-    else if (reply.kind === 'not-initialized' && this.slotInitialized[slot] === 1) {
-      this.setSlot(slot, false);
-      this.reportError(
-        this.index,
-        'vote',
-        new Error(
-          `slot ${slot} of ${this.address} has no incarnation key: its shard restarted empty; the slot must be repaired before it votes`,
-        ),
-      );
-      this.onSlotEmpty(slot);
-    }
-    return reply;
-  }
-
-  private slotBatcher<S extends 'acquire' | 'release'>(
-    name: S,
-    slot: number,
-    map: Map<number, ScriptBatcher<S>>,
-  ): ScriptBatcher<S> {
-    let batcher = map.get(slot);
-    if (batcher === undefined) {
-      const k = this.stateKeysOf(slot);
-      batcher = new ScriptBatcher(
-        name,
-        name === 'acquire' ? [k.incarnation, k.floor, k.seal, k.settings] : [],
-        (keys, args) => this.runScript(name, keys, args),
-        `node ${this.index} ${name}`,
-        (error) => this.reportError(this.index, name, error),
-        () => {
-          this.pendingSlots.add(slot);
-          this.scheduleFlush();
-        },
-        name === 'acquire' ? () => [this.nodeCount] : undefined,
-      );
-      map.set(slot, batcher);
-    }
-    return batcher;
-  }
-
-  protected override flushBatches(): void {
-    const slots = [...this.pendingSlots];
-    this.pendingSlots.clear();
-    for (const slot of slots) this.releaseBatchers.get(slot)?.flush();
-    for (const slot of slots) this.acquireBatchers.get(slot)?.flush();
-  }
-
-  override acquire(
-    timeoutMs: number,
-    keys: { readonly lease: string; readonly record: string; readonly token: string },
-    leaseId: string,
-    ttlMs: number,
-    proposal: bigint,
-  ): Promise<AcquireReply> {
-    const slot = keySlot(keys.record);
-    return this.slotBatcher('acquire', slot, this.acquireBatchers)
-      .call(
-        timeoutMs,
-        [keys.lease, keys.record, keys.token],
-        [leaseId, ttlMs, proposal.toString(), this.sealEpochs[slot]!],
-      )
-      .then((reply) => this.learn(slot, reply));
-  }
-
-  override release(
-    timeoutMs: number,
-    keys: { readonly lease: string; readonly record: string; readonly channel: string },
-    leaseId: string,
-  ): Promise<ReleaseReply> {
-    const slot = keySlot(keys.record);
-    // Never overtake an acquire of the same slot queued before it (see NodeConnection.release).
-    const acquires = this.acquireBatchers.get(slot);
-    if (acquires?.pending === true) acquires.flush();
-    return this.slotBatcher('release', slot, this.releaseBatchers).call(
-      timeoutMs,
-      [keys.lease, keys.record],
-      [leaseId, keys.channel],
-    );
-  }
-
-  override promise(
-    timeoutMs: number,
-    keys: { readonly lease: string; readonly record: string; readonly token: string },
-    leaseId: string,
-    proposal: bigint,
-  ): Promise<PromiseReply> {
-    const slot = keySlot(keys.record);
-    const k = this.stateKeysOf(slot);
-    return this.script(
-      'promise',
-      timeoutMs,
-      [k.incarnation, k.floor, k.seal, k.settings, keys.record, keys.token],
-      [leaseId, proposal.toString(), this.sealEpochs[slot]!, keyLayoutOf(keys), this.nodeCount],
-    ).then((reply) => this.learn(slot, reply));
-  }
-
-  override extend(
-    timeoutMs: number,
-    keys: { readonly lease: string; readonly record: string },
-    leaseId: string,
-    ttlMs: number,
-  ): Promise<ExtendReply> {
-    const slot = keySlot(keys.record);
-    const k = this.stateKeysOf(slot);
-    return this.script(
-      'extend',
-      timeoutMs,
-      [k.incarnation, k.settings, keys.lease, keys.record],
-      [leaseId, ttlMs, this.nodeCount],
-    ).then((reply) => this.learn(slot, reply));
-  }
-
-  override inspect(
-    timeoutMs: number,
-    keys: { readonly lease: string; readonly record: string },
-  ): Promise<InspectReply> {
-    const slot = keySlot(keys.record);
-    return this.script(
-      'inspect',
-      timeoutMs,
-      [this.stateKeysOf(slot).incarnation, keys.lease, keys.record],
-      [],
-    ).then((reply) => this.learn(slot, reply));
-  }
-
   /**
    * Runs one script on each of `slots` (every slot by default), under one timeout, reported once when it fails:
    * the per-slot calls of fresh initialization, settings and repair bookkeeping.
@@ -662,7 +452,7 @@ export class ClusterConnection extends NodeConnection {
   ): Promise<R[]> {
     const targets = slots ?? Array.from({ length: SLOT_COUNT }, (_, slot) => slot);
     const one = async (slot: number): Promise<R> =>
-      interpret(await this.runScript(name, keysOf(this.stateKeysOf(slot), slot), argsOf(slot)));
+      interpret(await this.runScript(name, keysOf(this.scopes.keysOf(slot), slot), argsOf(slot)));
     // Thousands of calls queue behind each other on a shard: bounded as a bulk operation, not as one vote.
     const bound = targets.length > 64 ? Math.max(timeoutMs, 10_000) : timeoutMs;
     // In chunks of SLOT_CHUNK calls, one chunk after another: all 16 384 at once kept the event loop busy for
@@ -686,7 +476,7 @@ export class ClusterConnection extends NodeConnection {
     // first slot's reply is the one returned). Recording (each field only where absent) writes nothing where the
     // first slot already holds every field: a cluster member's slots get their settings at initialization and
     // from a repair, all fields at once, so that is every start-up after the first — without 16 384 scripts each.
-    const slots = this.initializedSlots();
+    const slots = this.scopes.voting();
     if (operation === 'record' && slots.length > 0) {
       const [first] = await this.eachSlot(
         'settings',
@@ -711,12 +501,6 @@ export class ClusterConnection extends NodeConnection {
     return replies.find((r) => r.kind === 'settings') ?? { kind: 'not-initialized' };
   }
 
-  private initializedSlots(): number[] {
-    const slots: number[] = [];
-    for (let slot = 0; slot < SLOT_COUNT; slot++) if (this.slotInitialized[slot] === 1) slots.push(slot);
-    return slots;
-  }
-
   /**
    * One step of a fresh initialization on every slot (nodes/fresh-cluster.ts, each slot in the role of a node):
    * `ok` only when every slot answered ok; `initialized` when any slot holds its incarnation key ('mark', 'check')
@@ -739,7 +523,7 @@ export class ClusterConnection extends NodeConnection {
     );
     if (step === 'init') {
       replies.forEach((r, slot) => {
-        if (r.kind !== 'init-mark-lost') this.setSlot(slot, true);
+        if (r.kind !== 'init-mark-lost') this.scopes.set(slot, true);
       });
       return replies.some((r) => r.kind === 'init-mark-lost') ? { kind: 'init-mark-lost' } : { kind: 'ok' };
     }
@@ -876,7 +660,7 @@ export class ClusterConnection extends NodeConnection {
     const leases: (readonly [string, string, number])[] = [];
     replies.forEach((reply, slot) => {
       if (reply.kind !== 'read') return;
-      this.sealEpochs[slot] = seal;
+      this.scopes.sealed(slot, seal);
       if (reply.floor > floor) floor = reply.floor;
       if (Object.keys(settings).length === 0) settings = reply.settings;
       registers.push(...reply.registers);
@@ -900,7 +684,7 @@ export class ClusterConnection extends NodeConnection {
     minIdleSeconds: number,
     passIntervalMs: number,
   ): Promise<FoldReply> {
-    const lockKey = this.stateKeysOf(0).fold;
+    const lockKey = this.scopes.keysOf(0).fold;
     let master = 0;
     let scanCursor = '0';
     if (cursor === '0') {
@@ -931,12 +715,12 @@ export class ClusterConnection extends NodeConnection {
     const bySlot = new Map<number, string[]>();
     for (const key of keys) {
       const slot = keySlot(key);
-      if (this.slotInitialized[slot] !== 1) continue;
+      if (!this.scopes.votes(slot)) continue;
       bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
     }
     const replies = await Promise.all(
       [...bySlot].map(([slot, registers]) => {
-        const k = this.stateKeysOf(slot);
+        const k = this.scopes.keysOf(slot);
         return this.script('fold-slot', timeoutMs, [k.incarnation, k.floor, ...registers], [minIdleSeconds]);
       }),
     );
@@ -1075,10 +859,10 @@ export class ClusterConnection extends NodeConnection {
                 shardChunksOf(ranges),
                 timeoutMs,
                 (slot, initialized, seal) => {
-                  this.setSlot(slot, initialized);
-                  this.sealEpochs[slot] = seal;
+                  this.scopes.set(slot, initialized);
+                  this.scopes.sealed(slot, seal);
                   if (initialized) voting++;
-                  if (this.slotsUnderRepair.has(slot)) underRepair++;
+                  if (this.scopes.underRepair.has(slot)) underRepair++;
                 },
               );
               up = true;
@@ -1192,7 +976,7 @@ export class ClusterConnection extends NodeConnection {
       const chunk = slots.slice(from, from + PROBE_CHUNK);
       const pipeline = client.pipeline();
       for (const slot of chunk) {
-        const k = this.stateKeysOf(slot);
+        const k = this.scopes.keysOf(slot);
         pipeline.get(k.incarnation);
         pipeline.get(k.seal);
       }

@@ -44,6 +44,7 @@ import {
   type NodeStateKeys,
 } from '../redlock/keys.js';
 import type { ProtocolNode } from './protocol-node.js';
+import { NodeScopes } from './node-scopes.js';
 import type { RepairProgress } from './repair.js';
 import {
   configProblems,
@@ -92,6 +93,8 @@ export interface PreparedClient {
   readonly address: string;
   readonly identity: string;
   readonly owned: boolean;
+  /** Whether the member is a Redis Cluster: its node state is kept per slot (nodes/node-scopes.ts). */
+  readonly perSlot?: boolean;
 }
 
 function isPrepared(node: unknown): node is PreparedClient {
@@ -129,8 +132,17 @@ export class NodeConnection implements ProtocolNode {
 
   /** Last probe result; undefined until the first probe. */
   lastProbe: NodeProbe | undefined;
-  /** Whether the incarnation key is known to exist. Only initialized nodes vote. */
-  initialized = false;
+  /** Where the node state each script depends on lives, and what this process last saw of it, per scope. */
+  readonly scopes: NodeScopes;
+
+  /** Whether every scope's incarnation key is known to exist (a standalone node: its one). */
+  get initialized(): boolean {
+    return this.scopes.all;
+  }
+
+  set initialized(initialized: boolean) {
+    this.scopes.setAll(initialized);
+  }
   /** Set while a repair runs; shown in `nodeStatus().problems`. */
   repairStatus: string | undefined;
   /** Set while a repair runs: its phase and registers copied, shown as `nodeStatus().repair`. */
@@ -139,9 +151,19 @@ export class NodeConnection implements ProtocolNode {
   lastProbeAt: number | undefined;
   /**
    * The node's seal epoch as this process last saw it (a probe, or a SEALED reply): every promise-recording call
-   * carries it, read when the call is made, i.e. when its round begins (nodes/repair.ts holds the argument).
+   * carries it, read when the call is made, i.e. when its round begins (nodes/repair.ts holds the argument). A
+   * Cluster member keeps one per slot (`scopes`).
    */
-  sealEpoch = '';
+  get sealEpoch(): string {
+    return this.scopes.epochOf(0);
+  }
+
+  set sealEpoch(epoch: string) {
+    this.scopes.sealed(0, epoch);
+  }
+
+  /** Told when a script reveals a scope without its incarnation key (NodeSet starts its repair). */
+  onScopeEmpty: (scope: number) => void = () => undefined;
 
   /**
    * How many nodes this process counts its quorum over: every call that records a promise or a lease carries it, and
@@ -152,8 +174,10 @@ export class NodeConnection implements ProtocolNode {
 
   /** The node-state keys (incarnation, floor, seal, settings, markers), all from one builder. */
   readonly stateKeys: NodeStateKeys;
-  private readonly acquires: ScriptBatcher<'acquire'>;
-  private readonly releases: ScriptBatcher<'release'>;
+  /** Acquires and releases are batched per scope: a batch's keys, node-state keys included, share one slot. */
+  private readonly acquires = new Map<number, ScriptBatcher<'acquire'>>();
+  private readonly releases = new Map<number, ScriptBatcher<'release'>>();
+  private readonly pendingScopes = new Set<number>();
   private flushScheduled = false;
   protected lastConnectionError: unknown;
   /** Connections in a row that the server closed before answering the ready check: a port that is not Redis. */
@@ -212,11 +236,7 @@ export class NodeConnection implements ProtocolNode {
       this.owned = false;
     }
     this.stateKeys = nodeStateKeys(prefix);
-    const k = this.stateKeys;
-    this.acquires = this.batcher('acquire', [k.incarnation, k.floor, k.seal, k.settings], () => [
-      this.nodeCount,
-    ]);
-    this.releases = this.batcher('release', []);
+    this.scopes = new NodeScopes(prefix, isPrepared(node) && node.perSlot === true);
     // Remembered to say *why* a node is unreachable (ioredis' own message is "Stream isn't writeable").
     this.listen('error', (error: unknown) => {
       this.lastConnectionError = error;
@@ -275,12 +295,12 @@ export class NodeConnection implements ProtocolNode {
 
   /** Whether any of the node's state is initialized (a Cluster member: any slot). */
   get anyInitialized(): boolean {
-    return this.initialized;
+    return this.scopes.any;
   }
 
   /** Records that the node (every slot of a Cluster member) holds its incarnation key. */
   markInitialized(): void {
-    this.initialized = true;
+    this.scopes.setAll(true);
   }
 
   /** A connection of its own for the waiters' subscriptions (a subscribed connection can run nothing else). */
@@ -304,7 +324,9 @@ export class NodeConnection implements ProtocolNode {
   isVoting(allowUnsafe: boolean): boolean {
     const probe = this.lastProbe;
     if (probe === undefined || (probe.configProblems.length > 0 && !allowUnsafe)) return false;
-    return this.initialized && this.repairStatus === undefined;
+    // A Cluster member votes with every slot that holds its state (each slot's scripts refuse on their own while it
+    // is empty); a standalone node has one scope, and its repair holds it.
+    return this.scopes.perSlot ? this.scopes.any : this.initialized && this.repairStatus === undefined;
   }
 
   /** Runs one call bounded by `timeoutMs`; failures are reported as nodeError events and rethrown. */
@@ -318,8 +340,8 @@ export class NodeConnection implements ProtocolNode {
   }
 
   /**
-   * One acquire vote (acquire.lua), batched with the other acquires queued before the next flush. Bounded by
-   * `timeoutMs`; failures are reported as nodeError events and rethrown.
+   * One acquire vote (acquire.lua), batched with the other acquires of the same scope queued before the next flush.
+   * Bounded by `timeoutMs`; failures are reported as nodeError events and rethrown.
    */
   acquire(
     timeoutMs: number,
@@ -328,32 +350,53 @@ export class NodeConnection implements ProtocolNode {
     ttlMs: number,
     proposal: bigint,
   ): Promise<AcquireReply> {
-    return this.acquires
+    const scope = this.scopes.of(keys.record);
+    return this.scopeBatcher('acquire', scope, this.acquires)
       .call(
         timeoutMs,
         [keys.lease, keys.record, keys.token],
-        [leaseId, ttlMs, proposal.toString(), this.sealEpoch],
+        [leaseId, ttlMs, proposal.toString(), this.scopes.epochOf(scope)],
       )
-      .then(this.learnEpoch);
+      .then((reply) => this.learn(scope, reply));
   }
 
-  /** A SEALED reply tells the node's current epoch: the next round carries it. */
-  protected readonly learnEpoch = <R extends { readonly kind: string }>(reply: R): R => {
-    if (reply.kind === 'sealed') this.sealEpoch = (reply as unknown as { epoch: string }).epoch;
+  /**
+   * What a reply tells of its scope: a SEALED reply its current epoch (the next round carries it); NOT_INITIALIZED
+   * that it lost its state, so it stops voting here at once and its repair is asked for.
+   */
+  private learn<R extends { readonly kind: string }>(scope: number, reply: R): R {
+    if (reply.kind === 'sealed') this.scopes.sealed(scope, (reply as unknown as { epoch: string }).epoch);
+    else if (reply.kind === 'not-initialized' && this.scopes.votes(scope)) {
+      this.scopes.set(scope, false);
+      this.reportError(
+        this.index,
+        'vote',
+        new Error(
+          `${this.scopes.describe(scope, this.address)} has no incarnation key: it restarted empty and must be repaired before it votes`,
+        ),
+      );
+      this.onScopeEmpty(scope);
+    }
     return reply;
-  };
+  }
 
-  /** One compare-and-delete (release.lua), batched with the other releases queued before the next flush. */
+  /** One compare-and-delete (release.lua), batched with the other releases of its scope queued before the next flush. */
   release(
     timeoutMs: number,
     keys: { readonly lease: string; readonly record: string; readonly channel: string },
     leaseId: string,
   ): Promise<ReleaseReply> {
+    const scope = this.scopes.of(keys.record);
     // A release must never overtake an acquire queued before it: the flush sends releases first, so an attempt
     // decided before its votes were even sent (nodes that do not vote count against at once) would have its
     // release run first and its acquire then leave a key behind. Send those acquires now.
-    if (this.acquires.pending) this.acquires.flush();
-    return this.releases.call(timeoutMs, [keys.lease, keys.record], [leaseId, keys.channel]);
+    const acquires = this.acquires.get(scope);
+    if (acquires?.pending === true) acquires.flush();
+    return this.scopeBatcher('release', scope, this.releases).call(
+      timeoutMs,
+      [keys.lease, keys.record],
+      [leaseId, keys.channel],
+    );
   }
 
   /** A later token round (promise.lua). */
@@ -363,13 +406,14 @@ export class NodeConnection implements ProtocolNode {
     leaseId: string,
     proposal: bigint,
   ): Promise<PromiseReply> {
-    const k = this.stateKeys;
+    const scope = this.scopes.of(keys.record);
+    const k = this.scopes.keysOf(scope);
     return this.script(
       'promise',
       timeoutMs,
       [k.incarnation, k.floor, k.seal, k.settings, keys.record, keys.token],
-      [leaseId, proposal.toString(), this.sealEpoch, keyLayoutOf(keys), this.nodeCount],
-    ).then(this.learnEpoch);
+      [leaseId, proposal.toString(), this.scopes.epochOf(scope), keyLayoutOf(keys), this.nodeCount],
+    ).then((reply) => this.learn(scope, reply));
   }
 
   /** Compare-and-extend (extend.lua). */
@@ -379,12 +423,14 @@ export class NodeConnection implements ProtocolNode {
     leaseId: string,
     ttlMs: number,
   ): Promise<ExtendReply> {
+    const scope = this.scopes.of(keys.record);
+    const k = this.scopes.keysOf(scope);
     return this.script(
       'extend',
       timeoutMs,
-      [this.stateKeys.incarnation, this.stateKeys.settings, keys.lease, keys.record],
+      [k.incarnation, k.settings, keys.lease, keys.record],
       [leaseId, ttlMs, this.nodeCount],
-    );
+    ).then((reply) => this.learn(scope, reply));
   }
 
   /** This node's view of a lease (inspect.lua). */
@@ -392,7 +438,13 @@ export class NodeConnection implements ProtocolNode {
     timeoutMs: number,
     keys: { readonly lease: string; readonly record: string },
   ): Promise<InspectReply> {
-    return this.script('inspect', timeoutMs, [this.stateKeys.incarnation, keys.lease, keys.record], []);
+    const scope = this.scopes.of(keys.record);
+    return this.script(
+      'inspect',
+      timeoutMs,
+      [this.scopes.keysOf(scope).incarnation, keys.lease, keys.record],
+      [],
+    ).then((reply) => this.learn(scope, reply));
   }
 
   /** Claims or renews this node's repair marker (repair-marker.lua). */
@@ -531,24 +583,34 @@ export class NodeConnection implements ProtocolNode {
     );
   }
 
-  protected batcher<S extends BatchScriptName>(
+  /** The batcher of `name` for one scope, made at its first call. */
+  private scopeBatcher<S extends BatchScriptName>(
     name: S,
-    sharedKeys: readonly string[],
-    sharedArgs?: () => readonly (string | number)[],
+    scope: number,
+    batchers: Map<number, ScriptBatcher<S>>,
   ): ScriptBatcher<S> {
-    return new ScriptBatcher(
-      name,
-      sharedKeys,
-      (keys, args) => this.runScript(name, keys, args),
-      `node ${this.index} ${name}`,
-      (error) => this.reportError(this.index, name, error),
-      () => this.scheduleFlush(),
-      sharedArgs,
-    );
+    let batcher = batchers.get(scope);
+    if (batcher === undefined) {
+      const k = this.scopes.keysOf(scope);
+      batcher = new ScriptBatcher(
+        name,
+        name === 'acquire' ? [k.incarnation, k.floor, k.seal, k.settings] : [],
+        (keys, args) => this.runScript(name, keys, args),
+        `node ${this.index} ${name}`,
+        (error) => this.reportError(this.index, name, error),
+        () => {
+          this.pendingScopes.add(scope);
+          this.scheduleFlush();
+        },
+        name === 'acquire' ? () => [this.nodeCount] : undefined,
+      );
+      batchers.set(scope, batcher);
+    }
+    return batcher;
   }
 
   /** Asks for a flush of the queued batches once the current event-loop turn's callbacks are done. */
-  protected scheduleFlush(): void {
+  private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     // After the I/O callbacks of this event-loop turn, not after the current one (process.nextTick): a server reads
@@ -564,13 +626,11 @@ export class NodeConnection implements ProtocolNode {
    */
   private readonly flush = (): void => {
     this.flushScheduled = false;
-    this.flushBatches();
+    const scopes = [...this.pendingScopes];
+    this.pendingScopes.clear();
+    for (const scope of scopes) this.releases.get(scope)?.flush();
+    for (const scope of scopes) this.acquires.get(scope)?.flush();
   };
-
-  protected flushBatches(): void {
-    this.releases.flush();
-    this.acquires.flush();
-  }
 
   /** Runs a script and maps its reply (a malformed reply is a MalformedReplyError, reported like any failure). */
   script<S extends Exclude<ScriptName, BatchScriptName>>(

@@ -147,12 +147,12 @@ export class NodeSet implements ProtocolContext {
           isClusterConfig(node) || isClusterClient(node)
             ? ClusterConnection.create(index, node, settings.keyPrefix, sink, this.probeTimeoutMs)
             : new NodeConnection(index, node, settings.keyPrefix, sink, this.probeTimeoutMs);
-        if (connection instanceof ClusterConnection) {
-          connection.onSlotEmpty = () => {
-            if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
-            this.publishStates();
-          };
-        }
+        // A script that reveals a scope without its state (a restarted node, a Cluster slot whose shard restarted
+        // empty) has stopped it voting; its repair starts at once.
+        connection.onScopeEmpty = () => {
+          if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
+          this.publishStates();
+        };
         connections.push(connection);
         const earlier = seen.get(connection.identity);
         if (earlier !== undefined) {
@@ -285,19 +285,8 @@ export class NodeSet implements ProtocolContext {
     replies.forEach((reply, index) => {
       if (reply.state !== 'ok') return;
       const node = this.nodes[index]!;
-      // A Cluster member tells an empty slot itself (ClusterConnection.onSlotEmpty): the rest of it keeps voting.
-      if (reply.value.kind === 'not-initialized' && node.initialized && !node.isCluster) {
-        node.initialized = false;
-        this.reportError(
-          index,
-          'vote',
-          new Error(
-            `node ${node.address} has no incarnation key: it restarted empty and must be repaired before it votes`,
-          ),
-        );
-        if (!this.closing.aborted) this.repairNode(index).catch(() => undefined);
-        this.publishStates();
-      } else if (reply.value.kind === 'corrupt') {
+      // A NOT_INITIALIZED reply already stopped its scope voting and asked for its repair (NodeConnection.learn).
+      if (reply.value.kind === 'corrupt') {
         this.reportError(
           index,
           'vote',
@@ -652,7 +641,7 @@ export class NodeSet implements ProtocolContext {
     if (node.repairStatus !== undefined) problems.push(node.repairStatus);
     else if (node instanceof ClusterConnection && node.anyInitialized && !node.initialized) {
       problems.push(
-        `${node.emptySlots().length} slots have no incarnation key (a shard restarted empty): they do not vote until repaired`,
+        `${node.scopes.empty().length} slots have no incarnation key (a shard restarted empty): they do not vote until repaired`,
       );
     } else if (!node.initialized && probe?.reachable) {
       problems.push(

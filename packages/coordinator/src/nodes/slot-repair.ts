@@ -73,7 +73,7 @@ export async function repairEmptySlots(
   const prefix = target.keyPrefix;
   const bulkTimeout = Math.max(10_000, timeout * 10);
   await target.probe(timeout);
-  const empty = target.emptySlots().filter((slot) => target.servesSlot(slot));
+  const empty = target.scopes.empty().filter((slot) => target.servesSlot(slot));
   if (empty.length === 0) return;
   const repairId = newId();
   const status = (text: string, phase: 'claiming' | 'waiting' | 'reading' | 'copying' | 'finishing'): void =>
@@ -96,14 +96,14 @@ export async function repairEmptySlots(
     const slot = empty[i]!;
     const code = Array.isArray(raw) ? Number(raw[0]) : NaN;
     if (code === 1) claimed.push(slot);
-    else if (code === 10) target.slotFound(slot);
+    else if (code === 10) target.scopes.set(slot, true);
     else busy++;
   });
   if (claimed.length === 0) {
     if (busy > 0) throw new Error(`${busy} slots are being repaired by another process`);
     return;
   }
-  for (const slot of claimed) target.slotsUnderRepair.add(slot);
+  for (const slot of claimed) target.scopes.underRepair.add(slot);
   const claimedSet = new Set(claimed);
   const keeper = keepMarkersAlive(context, target, claimed, repairId, timing);
   try {
@@ -141,7 +141,7 @@ export async function repairEmptySlots(
         const slot = ready[next++]!;
         keeper.throwIfClosed();
         const read = reads.get(slot)!;
-        const k = target.stateKeysOf(slot);
+        const k = target.scopes.keysOf(slot);
         // On a member, the slot's floor is the token register of every resource of the slot (include/node-state.lua):
         // every register read from the sources is folded into it, and none is copied as a key of its own (a member's
         // votes would never read it).
@@ -181,7 +181,8 @@ export async function repairEmptySlots(
           ),
         );
         if (done.kind === 'finished') {
-          target.slotRepaired(slot, seal);
+          target.scopes.set(slot, true);
+          target.scopes.sealed(slot, seal);
           finished.push(slot);
         } else lost.push(slot);
       }
@@ -196,7 +197,7 @@ export async function repairEmptySlots(
     if (problems.length > 0) throw new Error(`slots left unrepaired: ${problems.join('; ')}`);
   } finally {
     keeper.stop();
-    for (const slot of claimed) target.slotsUnderRepair.delete(slot);
+    for (const slot of claimed) target.scopes.underRepair.delete(slot);
     context.status(target, undefined);
   }
 }
@@ -242,7 +243,7 @@ async function readClusterSource(
   replies.forEach((reply, i) => {
     if (reply.kind !== 'read') return;
     const slot = slots[i]!;
-    source.slotSealed(slot, seals.get(slot)!);
+    source.scopes.sealed(slot, seals.get(slot)!);
     merge(reads.get(slot)!, reply.floor, reply.registers, reply.leases);
     mergeSettings(settings, reply.settings);
     reads.get(slot)!.sources++;
