@@ -18,7 +18,7 @@ describe('NodeScopes', () => {
     const keys = resourceKeys('fenced', 'acct:1');
     const scope = scopes.of(keys.record);
     expect(scope).toBe(keySlot(keys.token));
-    for (const key of Object.values(scopes.keysOf(scope))) expect(keySlot(key)).toBe(scope);
+    for (const key of Object.values(scopes.keysOf(scope)) as string[]) expect(keySlot(key)).toBe(scope);
   });
 
   it('counts initialized scopes: all, any, the empty ones and the voting ones', () => {
