@@ -21,6 +21,7 @@
 -- seconds. Registers that hold anything but a token are left alone.
 
 -- @include decimal-token
+-- @include fold-registers
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {3}
@@ -30,31 +31,9 @@ if floor == nil then
   return {4}
 end
 local min_idle = tonumber(ARGV[1])
-local raised = floor
--- Every check first, then the floor, then the deletes: Redis does not roll a script back, so a call that fails half-way
--- (a key of another type, a key that moved) must not have deleted a register whose value the floor does not hold yet.
--- EXISTS and OBJECT IDLETIME do not touch a key's idle time; GET does, so it comes last.
-local victims = {}
+local registers = {}
 for i = 3, #KEYS do
-  local key = KEYS[i]
-  -- `<prefix>:{<tag>}:token` -> `<prefix>:{<tag>}:lease`: the lease's record, in either key layout (redlock/keys.ts)
-  local lease_key = string.sub(key, 1, #key - 5) .. 'lease'
-  if redis.call('EXISTS', lease_key) == 0 and redis.call('EXISTS', key) == 1
-      and redis.call('OBJECT', 'IDLETIME', key) >= min_idle then
-    local value = redis.call('GET', key)
-    if is_token(value) then
-      if greater(value, raised) then
-        raised = value
-      end
-      victims[#victims + 1] = key
-    end
-  end
+  registers[#registers + 1] = KEYS[i]
 end
-if raised ~= floor then
-  redis.call('SET', KEYS[2], raised)
-end
-for _, key in ipairs(victims) do
-  redis.call('DEL', key)
-end
-local folded = #victims
+local folded = fold_registers(registers, KEYS[2], floor, min_idle)
 return {1, '0', folded}

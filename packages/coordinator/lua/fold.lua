@@ -29,6 +29,7 @@
 -- seconds (every acquire and promise reads it). Registers that hold anything but a token are left alone.
 
 -- @include decimal-token
+-- @include fold-registers
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {3}
@@ -48,30 +49,5 @@ elseif redis.call('PTTL', KEYS[3]) * 2 < tonumber(ARGV[5]) then
 end
 local min_idle = tonumber(ARGV[4])
 local scan = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[3], 'COUNT', ARGV[2])
-local raised = floor
--- Every check first, then the floor, then the deletes: Redis does not roll a script back, so a call that fails half-way
--- (a key of another type, a key that moved) must not have deleted a register whose value the floor does not hold yet.
--- EXISTS and OBJECT IDLETIME do not touch a key's idle time; GET does, so it comes last.
-local victims = {}
-for _, key in ipairs(scan[2]) do
-  -- `<prefix>:{<tag>}:token` -> `<prefix>:{<tag>}:lease`: the lease's record, in either key layout (redlock/keys.ts)
-  local lease_key = string.sub(key, 1, #key - 5) .. 'lease'
-  if redis.call('EXISTS', lease_key) == 0 and redis.call('EXISTS', key) == 1
-      and redis.call('OBJECT', 'IDLETIME', key) >= min_idle then
-    local value = redis.call('GET', key)
-    if is_token(value) then
-      if greater(value, raised) then
-        raised = value
-      end
-      victims[#victims + 1] = key
-    end
-  end
-end
-if raised ~= floor then
-  redis.call('SET', KEYS[2], raised)
-end
-for _, key in ipairs(victims) do
-  redis.call('DEL', key)
-end
-local folded = #victims
+local folded = fold_registers(scan[2], KEYS[2], floor, min_idle)
 return {1, scan[1], folded}

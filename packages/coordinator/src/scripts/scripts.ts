@@ -42,12 +42,21 @@ const INCLUDE = /^-- @include ([a-z][a-z0-9-]*)$/gm;
 
 /**
  * A script's source with each `-- @include NAME` line replaced by `lua/include/NAME.lua`: Redis scripts cannot
- * share code, so helpers such as the decimal token comparison live in one file and are inlined at load time.
+ * share code, so helpers such as the decimal token comparison live in one file and are inlined at load time. An
+ * include names its own includes the same way; each file is inlined once per script, where it is first named (a
+ * later line naming it again is dropped), so a helper is defined before the code that names it uses it.
  */
 export function loadScriptSource(name: ScriptName): string {
-  return readFileSync(scriptUrl(name), 'utf8').replace(INCLUDE, (_line, include: string) =>
-    readFileSync(new URL(`../../lua/include/${include}.lua`, import.meta.url), 'utf8').trimEnd(),
-  );
+  const inlined = new Set<string>();
+  const expand = (source: string): string =>
+    source.replace(INCLUDE, (_line, include: string) => {
+      if (inlined.has(include)) return `-- (${include}: inlined above)`;
+      inlined.add(include);
+      return expand(
+        readFileSync(new URL(`../../lua/include/${include}.lua`, import.meta.url), 'utf8').trimEnd(),
+      );
+    });
+  return expand(readFileSync(scriptUrl(name), 'utf8'));
 }
 
 interface LoadedScript {
