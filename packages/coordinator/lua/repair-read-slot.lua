@@ -22,20 +22,11 @@
 --   {8}  UNDER_REPAIR: a repair marker is present: this slot must not be a source. Not sealed.
 --   {4}  CORRUPT: the floor holds something other than a decimal token.
 
--- @include decimal-token
 -- @include source-keys
--- @include node-state
 
-local incarnation = redis.call('GET', KEYS[1])
-if incarnation == false or not node_may_vote(KEYS[1], {KEYS[3], KEYS[4], KEYS[5]}) then
-  return {3}
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {8}
-end
-local floor = read_floor(KEYS[3])
-if floor == nil then
-  return {4}
+local incarnation, floor = check_source(KEYS, '')
+if incarnation == nil then
+  return floor
 end
 redis.call('SET', KEYS[4], ARGV[3])
 local slot = tonumber(ARGV[1])

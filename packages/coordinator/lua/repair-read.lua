@@ -37,23 +37,11 @@
 -- The caller reads the floor of the *last* batch: a register folded into the floor during the scan (fold.lua)
 -- may be missed by SCAN, but the floor read after it includes it (folding only raises the floor).
 
--- @include decimal-token
 -- @include source-keys
--- @include node-state
 
-local incarnation = redis.call('GET', KEYS[1])
-if incarnation == false or not node_may_vote(KEYS[1], {KEYS[3], KEYS[4], KEYS[5]}) then
-  return {3}
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {8}
-end
-if ARGV[4] ~= '' and incarnation ~= ARGV[4] then
-  return {9}
-end
-local floor = read_floor(KEYS[3])
-if floor == nil then
-  return {4}
+local incarnation, floor = check_source(KEYS, ARGV[4])
+if incarnation == nil then
+  return floor
 end
 if ARGV[5] ~= '' then
   redis.call('SET', KEYS[4], ARGV[5])
