@@ -24,8 +24,8 @@ import {
 } from '../packages/coordinator/src/nodes/fold.js';
 import { nodeStateKeys, resourceKeys, tokenKeyPattern } from '../packages/coordinator/src/redlock/keys.js';
 import { loadScriptSource } from '../packages/coordinator/src/scripts/scripts.js';
-import { positiveInteger } from './bench-options.js';
-import { redisCpuSeconds } from './bench-environment.js';
+import { positiveInteger } from './suite/options.js';
+import { redisCpuSeconds } from './suite/environment.js';
 
 const PREFIX = 'fenced';
 /** Long enough that no lease expires during a run. */

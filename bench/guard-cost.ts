@@ -18,8 +18,8 @@ import { createDatabase, GuardedStore } from '@fenced/guarded-store';
 import { createTestSchema, findOrStartPostgres, type TestSchema } from '@fenced/test-utils/postgres';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
-import { checkOutBaseline, type BaselineCheckout } from './baseline.js';
-import { median } from './statistics.js';
+import { checkOutBaseline, type BaselineCheckout } from './suite/baseline.js';
+import { median } from './suite/statistics.js';
 
 interface Tables {
   bench_account: { id: number; balance: bigint };

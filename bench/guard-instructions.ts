@@ -19,7 +19,7 @@ import { createDatabase, GuardedStore } from '@fenced/guarded-store';
 import { freePort } from '@fenced/test-utils/free-port';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
-import { checkOutBaseline, type BaselineCheckout } from './baseline.js';
+import { checkOutBaseline, type BaselineCheckout } from './suite/baseline.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const WARM_UP = 50;
