@@ -6,7 +6,7 @@ import { LIBRARY_NAMES } from './lock-library.js';
 import { PEER_NAMES } from '../peers/peer-config.js';
 import { FLOOR_NAME } from './scenarios/floor.js';
 import { FENCED_ELSEWHERE } from './scenarios/handoff.js';
-import { isHttpResult, type HttpResult, type LegacyHttpResult } from './scenarios/http.js';
+import type { HttpResult } from './scenarios/http.js';
 import { PROFILE_AREAS } from '../profilers/cpu-profile-summary.js';
 
 /**
@@ -249,7 +249,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       });
     }
   }
-  if (r.http !== undefined && isHttpResult(r.http)) {
+  if (r.http !== undefined) {
     const cells = r.http.byConcurrency['64'];
     if (cells !== undefined) {
       checks.push({
@@ -656,8 +656,7 @@ export function renderMarkdown(
       '',
     );
   }
-  if (r.http !== undefined)
-    out.push(...(isHttpResult(r.http) ? httpSection(results, r.http) : legacyHttpSection(results, r.http)));
+  if (r.http !== undefined) out.push(...httpSection(results, r.http));
   const checks = checkTargets(results);
   if (checks.length > 0) {
     out.push(
@@ -832,42 +831,6 @@ function httpSection(results: BenchResults, http: HttpResult): string[] {
       );
     }
   }
-  return out;
-}
-
-/** Scenario 6 as it was measured before 2026-11-24: the app in the bench process, against a stub coordinator. */
-function legacyHttpSection(results: BenchResults, http: LegacyHttpResult): string[] {
-  const out: string[] = [];
-  const library = results.results.throughput?.byConcurrency;
-  out.push(
-    `### 6. Lease grants through the HTTP service`,
-    '',
-    `POST a lease, then DELETE it, through \`createApp\` on a loopback port; client: ${http.client}. "Stub" is the same app over a coordinator that answers at once without Redis: the ceiling of the HTTP stack on this machine. Median of ${results.runs} runs.`,
-    '',
-    table(
-      [
-        'concurrency',
-        'grants/s',
-        'POST p50 ms',
-        'POST p99 ms',
-        'stub grants/s',
-        'stub POST p50 ms',
-        'library cycles/s (scenario 1)',
-        'HTTP ÷ library',
-      ],
-      Object.entries(http.byConcurrency).map(([c, { fenced, stub }]) => [
-        c,
-        `${num(fenced.medianPerSecond)} [${num(fenced.min)}–${num(fenced.max)}]${fenced.errors > 0 ? ` (${fenced.errors} errors)` : ''}`,
-        num(fenced.grantP50Ms, 3),
-        num(fenced.grantP99Ms, 3),
-        num(stub.medianPerSecond),
-        num(stub.grantP50Ms, 3),
-        num(library?.[c]?.fenced?.median),
-        ratio(fenced.medianPerSecond, library?.[c]?.fenced?.median),
-      ]),
-    ),
-    '',
-  );
   return out;
 }
 

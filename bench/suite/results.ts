@@ -3,7 +3,7 @@ import type { BenchPlan, ScenarioName } from './plan.js';
 import type { Failure } from './runner.js';
 import type { GuardedResult } from './scenarios/guarded.js';
 import type { HandoffResult } from './scenarios/handoff.js';
-import type { HttpResult, LegacyHttpResult } from './scenarios/http.js';
+import type { HttpResult } from './scenarios/http.js';
 import type { LatencyResult } from './scenarios/latency.js';
 import type { ScaleResult } from './scenarios/scale.js';
 import type { ThroughputResult } from './scenarios/throughput.js';
@@ -43,7 +43,7 @@ export interface BenchResults {
     handoff?: HandoffResult;
     scale?: ScaleResult;
     guarded?: GuardedResult;
-    http?: HttpResult | LegacyHttpResult;
+    http?: HttpResult;
   };
   failures: Failure[];
 }

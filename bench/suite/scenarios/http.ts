@@ -89,33 +89,6 @@ export interface HttpResult {
   profile?: HttpProfile;
 }
 
-/**
- * The scenario's results before it ran the service as a process (bench/results/latest.json of 2026-11-22):
- * `createApp` in the bench process, and the same app over a stub coordinator. Kept so old files still render.
- */
-export interface LegacyHttpResult {
-  unit: string;
-  client: string;
-  byConcurrency: Record<
-    string,
-    {
-      fenced: Pick<
-        HttpCell,
-        'medianPerSecond' | 'min' | 'max' | 'runs' | 'grantP50Ms' | 'grantP99Ms' | 'errors'
-      >;
-      stub: Pick<
-        HttpCell,
-        'medianPerSecond' | 'min' | 'max' | 'runs' | 'grantP50Ms' | 'grantP99Ms' | 'errors'
-      >;
-    }
-  >;
-}
-
-/** Whether a results file's scenario 6 is of the current shape. */
-export function isHttpResult(result: HttpResult | LegacyHttpResult): result is HttpResult {
-  return 'canned' in result;
-}
-
 /** Options of the scenario beyond the plan. */
 export interface HttpScenarioOptions {
   /** Start the service with `--cpu-prof` writing into this directory, and summarise the profile. */

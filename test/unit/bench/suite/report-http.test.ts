@@ -33,8 +33,7 @@ describe('scenario 6 in the report', () => {
   it('judges the target from the numbers: service ÷ canned at concurrency 64 against 0.4', () => {
     const file = results('http-before.json');
     const check = checkTargets(file).find((c) => c.target.startsWith('HTTP service throughput'));
-    const http = file.results.http!;
-    const ratio = 'canned' in http ? http.byConcurrency['64']!.ratio : Number.NaN;
+    const ratio = file.results.http!.byConcurrency['64']!.ratio;
     expect(check?.met).toBe(ratio >= 0.4);
   });
 
@@ -43,7 +42,6 @@ describe('scenario 6 in the report', () => {
     expect(renderMarkdown(before)).not.toContain('per node: reads, commands');
     const counted = structuredClone(before);
     const http = counted.results.http!;
-    if (!('canned' in http)) throw new Error('http-before.json is of the old shape');
     Object.assign(http.byConcurrency['64']!.service, {
       redisReadsPerCycle: 0.134,
       redisCommandsPerCycle: 7.62,
@@ -55,11 +53,5 @@ describe('scenario 6 in the report', () => {
     const markdown = renderMarkdown(counted);
     expect(markdown).toContain('per node: reads, commands');
     expect(markdown).toMatch(/\| 64 +\|.*\| 0\.13 reads, 7\.6 commands +\|/);
-  });
-
-  it('still renders results of the old shape (the app in the bench process, a stub coordinator)', () => {
-    const markdown = renderMarkdown(results('full-2026-11-22.json'));
-    expect(markdown).toContain('### 6. Lease grants through the HTTP service');
-    expect(markdown).toContain('stub grants/s');
   });
 });
