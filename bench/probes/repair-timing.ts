@@ -10,7 +10,7 @@
 //   folded     the coordinator runs with tokenRetentionMs = maxTtlMs and the run waits until its fold passes
 //              have folded every register into the sources' floors; the repair then copies the floor alone.
 // Benchmarks measure and never fail on time; the run fails only if the repair fails or leaves a register lower
-// than its source's. See docs/benchmarks.md ("Restart repair").
+// than its source's. See docs/benchmarks.md ("Restart repair"), where a standard run writes its table.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -29,7 +29,7 @@ import {
   sourceRevision,
   usedMemory,
 } from '../suite/environment.js';
-import { docMarkers, writeDocTables } from '../suite/report.js';
+import { docHolding, docMarkers, writeDocTables } from '../suite/report.js';
 import { sleep } from '../suite/runner.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -461,7 +461,7 @@ async function main(): Promise<number> {
   const markdown = renderRepair(results);
   process.stdout.write(`${markdown}\n`);
   if (options.writeDocs) {
-    const doc = path.join(ROOT, 'docs', 'benchmarks.md');
+    const doc = await docHolding(ROOT, 'repair');
     if ((await fs.readFile(doc, 'utf8')).includes(docMarkers('repair').start)) {
       await writeDocTables(doc, markdown, 'repair');
       const docConfig = (await prettier.resolveConfig(doc)) ?? {};
@@ -471,7 +471,9 @@ async function main(): Promise<number> {
       );
     }
   }
-  log(`wrote ${path.relative(ROOT, outFile)}${options.writeDocs ? ' and docs/benchmarks.md' : ''}`);
+  log(
+    `wrote ${path.relative(ROOT, outFile)}${options.writeDocs ? ` and the "repair" section of the docs` : ''}`,
+  );
   const broken = cases.filter((c) => !c.after.voting || c.after.lower > 0 || !c.after.nextTokenAboveHistory);
   if (broken.length > 0) {
     log(`FAILED: the repair left ${broken.map((c) => c.case).join(', ')} wrong (see "after" in the results)`);

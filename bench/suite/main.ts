@@ -39,7 +39,7 @@ import { runThroughput } from './scenarios/throughput.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const LIBRARY_SCENARIOS: readonly ScenarioName[] = ['throughput', 'floor', 'latency', 'handoff', 'scale'];
-/** Scenarios the earlier fenced of `--baseline-ref` runs in: the before/after comparison of docs/benchmarks.md. */
+/** Scenarios the earlier fenced of `--baseline-ref` runs in: the before/after comparisons of docs/benchmark-experiments.md. */
 const BASELINE_SCENARIOS: readonly ScenarioName[] = ['throughput', 'latency'];
 
 async function main(options: BenchOptions): Promise<number> {

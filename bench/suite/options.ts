@@ -24,7 +24,7 @@ export interface BenchOptions {
   /**
    * `--handoff-settle-ms`: how long the hand-off scenario's first holder holds the resource while its waiters start
    * waiting (the plan's 100 ms by default); the first hand-off of every round follows that much quiet, which this
-   * machine takes a while to wake from (docs/benchmarks.md, "The remaining gaps, decomposed").
+   * machine takes a while to wake from (docs/benchmark-experiments.md, "The remaining gaps, decomposed").
    */
   handoffSettleMs: number | undefined;
   /**

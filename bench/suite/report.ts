@@ -1,4 +1,5 @@
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import type { BenchResults } from './results.js';
 import type { ChartScenario } from './charts.js';
 import { range } from './statistics.js';
@@ -10,14 +11,34 @@ import type { HttpResult } from './scenarios/http.js';
 import { PROFILE_AREAS } from '../profilers/cpu-profile-summary.js';
 
 /**
- * The generated parts of docs/benchmarks.md sit between markers named after a section (`results` for the full
- * run); the prose around them is written by hand.
+ * The generated parts of docs/benchmarks.md (today's results) and docs/benchmark-experiments.md (the log of
+ * supplementary runs) sit between markers named after a section (`results` for the full run); the prose around
+ * them is written by hand.
  */
 export function docMarkers(section: string): { start: string; end: string } {
   return {
     start: `<!-- bench:${section}:start (generated from bench/results by bench/suite/report.ts; do not edit by hand) -->`,
     end: `<!-- bench:${section}:end -->`,
   };
+}
+
+/** The page of today's results: a full run writes its `results` section there. */
+export const RESULTS_DOC = 'docs/benchmarks.md';
+/** The experiment log: supplementary runs, each in its own section. */
+export const EXPERIMENTS_DOC = 'docs/benchmark-experiments.md';
+
+/**
+ * The page that holds a section's markers, as a path under `root`: the results page first, then the experiment
+ * log. A section that is on neither page is new, and goes to the end of the experiment log.
+ */
+export async function docHolding(root: string, section: string): Promise<string> {
+  const { start } = docMarkers(section);
+  for (const doc of [RESULTS_DOC, EXPERIMENTS_DOC]) {
+    const file = path.join(root, doc);
+    const text = await fs.readFile(file, 'utf8').catch(() => '');
+    if (text.includes(start)) return file;
+  }
+  return path.join(root, EXPERIMENTS_DOC);
 }
 
 const PEERS = LIBRARY_NAMES.filter((n) => n !== 'fenced');
