@@ -7,6 +7,8 @@ import { createTestSchema, type PostgresServer } from '@fenced/test-utils/postgr
 import type { BenchPlan } from '../plan.js';
 import { interleave, runWorkers, type RunState } from '../runner.js';
 import { median, range, summarizeLatencies } from '../statistics.js';
+import type { BenchResults } from '../results.js';
+import { num, table } from '../markdown.js';
 
 export interface GuardedVariantCell {
   /** Median over the runs of committed write transactions per second. */
@@ -226,4 +228,58 @@ export async function runGuarded(
     await earlierDb?.destroy();
     await earlier?.schema.drop();
   }
+}
+
+/**
+ * Scenario 5's table in the report: guarded writes against plain ones (and an earlier guard's, with
+ * `--baseline-ref`).
+ */
+export function renderGuarded(results: BenchResults): string[] {
+  const r = results.results;
+  if (r.guarded === undefined) return [];
+  const out: string[] = [];
+  const guarded = r.guarded;
+  const earlier = guarded.baseline === undefined ? undefined : `guarded@${guarded.baseline.ref}`;
+  out.push(
+    `### 5. Guarded write vs plain write (Postgres)`,
+    '',
+    `\`${guarded.statement}\` in a ${guarded.isolation} transaction; guarded = \`GuardedStore.run\` (fence statement + the same UPDATE). Median of ${results.runs} runs.` +
+      (guarded.baseline === undefined
+        ? ''
+        : ` ${earlier} is the guarded store of ${guarded.baseline.ref} (commit ${guarded.baseline.commit.slice(0, 7)}), its own pool and schema, interleaved with the other two in the same run; its ratio is over the same plain runs.`),
+    '',
+    table(
+      [
+        'concurrency',
+        'plain writes/s',
+        'guarded writes/s',
+        'time per write, guarded ÷ plain',
+        ...(earlier === undefined ? [] : [`${earlier} writes/s`, `${earlier} ÷ plain`]),
+        'plain p50 ms',
+        'guarded p50 ms',
+        'plain p99 ms',
+        'guarded p99 ms',
+      ],
+      Object.entries(guarded.byConcurrency).map(([c, cell]) => [
+        c,
+        `${num(cell.plain.medianPerSecond)} [${num(cell.plain.min)}–${num(cell.plain.max)}]`,
+        `${num(cell.guarded.medianPerSecond)} [${num(cell.guarded.min)}–${num(cell.guarded.max)}]`,
+        `${cell.costRatio.toFixed(3)}×`,
+        ...(earlier === undefined
+          ? []
+          : cell.baseline === undefined
+            ? ['–', '–']
+            : [
+                `${num(cell.baseline.medianPerSecond)} [${num(cell.baseline.min)}–${num(cell.baseline.max)}]`,
+                `${cell.baseline.costRatio.toFixed(3)}×`,
+              ]),
+        num(cell.plain.p50Ms, 3),
+        num(cell.guarded.p50Ms, 3),
+        num(cell.plain.p99Ms, 3),
+        num(cell.guarded.p99Ms, 3),
+      ]),
+    ),
+    '',
+  );
+  return out;
 }

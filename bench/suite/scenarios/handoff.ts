@@ -2,6 +2,8 @@ import type { BenchPlan } from '../plan.js';
 import type { HeldLock, LockLibrary } from '../lock-library.js';
 import { interleave, sleep, type RunState } from '../runner.js';
 import { medianSummary, summarizeLatencies, type LatencySummary } from '../statistics.js';
+import type { BenchResults } from '../results.js';
+import { num, ratio, table, type SectionView } from '../markdown.js';
 
 /**
  * The row key of the fenced waiters that use a second coordinator (own connections, own waiter queue), as
@@ -144,4 +146,40 @@ export async function runHandoff(
     settleMs: plan.settleMs,
     byWaiters,
   };
+}
+
+/**
+ * Scenario 3's table in the report: the gap from a release to the next holder, per waiter count and library.
+ */
+export function renderHandoff(results: BenchResults, { chart }: SectionView): string[] {
+  const r = results.results;
+  if (r.handoff === undefined) return [];
+  const out: string[] = [];
+  const handoff = r.handoff;
+  out.push(
+    `### 3. Contended hand-off`,
+    '',
+    ...chart('handoff'),
+    `K waiters on one resource, each holds it ${handoff.holdMs} ms once granted (the round's first holder ${handoff.settleMs ?? 100} ms, while the waiters start waiting: with K = 1 every hand-off measured is that first one); milliseconds from the holder's release call to the next holder's grant (lower is better); median over ${results.runs} runs of ${handoff.handoffsPerRun} hand-offs (max: over all runs).`,
+    '',
+    table(
+      ['K', 'library', 'waits by', 'p50', 'p99', 'max', 'fenced ÷ library (p50)'],
+      Object.entries(handoff.byWaiters).flatMap(([waiters, cells]) =>
+        Object.keys(cells).map((n) => {
+          const cell = cells[n]!;
+          return [
+            waiters,
+            n,
+            cell.waitStrategy,
+            num(cell.gap.p50, 2),
+            num(cell.gap.p99, 2),
+            num(cell.gapPooled.max, 2),
+            n === 'fenced' || n === FENCED_ELSEWHERE ? '' : ratio(cells.fenced?.gap.p50, cell.gap.p50),
+          ];
+        }),
+      ),
+    ),
+    '',
+  );
+  return out;
 }

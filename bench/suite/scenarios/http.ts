@@ -20,6 +20,8 @@ import type { HttpLoadRequest, HttpLoadResult } from '../http-load.js';
 import type { FencedBenchOptions } from '../lock-library.js';
 import { interleave, sleep, type RunState } from '../runner.js';
 import { median, range } from '../statistics.js';
+import type { BenchResults } from '../results.js';
+import { num, table } from '../markdown.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const SERVICE_BIN = path.join(ROOT, 'packages/coordinator/src/bin/fenced-coordinator.ts');
@@ -565,4 +567,124 @@ async function summarizeServiceProfile(
     counted: clockMatches ? 'measured runs' : 'whole profile',
     byConcurrency,
   };
+}
+
+/**
+ * Scenario 6's tables in the report: the service as a process against a canned node:http server, load from a third
+ * process; with `--cpu-prof`, where the service's CPU went.
+ */
+export function renderHttp(results: BenchResults): string[] {
+  const http = results.results.http;
+  if (http === undefined) return [];
+  const library = results.results.throughput?.byConcurrency;
+  const libraryAt = (c: string): string => {
+    const cell = library?.[c]?.fenced;
+    return cell === undefined ? 'not in this run' : num(cell.median);
+  };
+  // Results written before the scenario counted the nodes' reads and commands have no such column.
+  const hasHttpIo = Object.values(http.byConcurrency).some(
+    ({ service }) => service.redisReadsPerCycle !== undefined,
+  );
+  const out: string[] = [
+    `### 6. Lease grants through the HTTP service, against a raw node:http server`,
+    '',
+    `Cycles per second (a POST that grants a lease, then the DELETE that releases it; higher is better), median of ${results.runs} interleaved runs [min–max]. ` +
+      `Service: \`${http.service}\`, its own process on the five nodes. Canned: ${http.canned}, its own process. ` +
+      `Load: ${http.client}. "Library" is scenario 1's in-process fenced figure at the same concurrency, from the same run.`,
+    '',
+    table(
+      [
+        'concurrency',
+        'service cycles/s',
+        'canned node:http cycles/s',
+        'service ÷ canned',
+        'service POST p50 / p99 ms',
+        'canned POST p50 / p99 ms',
+        'library cycles/s (scenario 1)',
+      ],
+      Object.entries(http.byConcurrency).map(([c, { service, canned, ratio: x }]) => [
+        c,
+        `${num(service.medianPerSecond)} [${num(service.min)}–${num(service.max)}]${service.errors > 0 ? ` (${service.errors} errors)` : ''}`,
+        `${num(canned.medianPerSecond)} [${num(canned.min)}–${num(canned.max)}]${canned.errors > 0 ? ` (${canned.errors} errors)` : ''}`,
+        `${x.toFixed(2)}×`,
+        `${num(service.grantP50Ms, 3)} / ${num(service.grantP99Ms, 3)}`,
+        `${num(canned.grantP50Ms, 3)} / ${num(canned.grantP99Ms, 3)}`,
+        libraryAt(c),
+      ]),
+    ),
+    '',
+    `CPU time per cycle, µs (median of the runs): the server process (/proc/<pid>/stat, all its threads), the load generator (its \`process.cpuUsage\`), and the five Redis servers together (INFO cpu, service runs only)${hasHttpIo ? "; then, per node and cycle of the service, the socket reads the node processed (each one batch of a client's commands arriving) and the commands it ran (a script's inner calls included), as in scenario 1" : ''}.`,
+    '',
+    table(
+      [
+        'concurrency',
+        'service process',
+        'canned process',
+        'load generator (service / canned runs)',
+        'Redis, 5 nodes',
+        ...(hasHttpIo ? ['per node: reads, commands'] : []),
+      ],
+      Object.entries(http.byConcurrency).map(([c, { service, canned }]) => [
+        c,
+        num(service.serverCpuUsPerCycle),
+        num(canned.serverCpuUsPerCycle),
+        `${num(service.loadCpuUsPerCycle)} / ${num(canned.loadCpuUsPerCycle)}`,
+        num(service.redisCpuUsPerCycle),
+        ...(hasHttpIo
+          ? [`${num(service.redisReadsPerCycle, 2)} reads, ${num(service.redisCommandsPerCycle, 1)} commands`]
+          : []),
+      ]),
+    ),
+    '',
+  ];
+  const profile = http.profile;
+  if (profile !== undefined) {
+    const concurrencies = Object.keys(profile.byConcurrency);
+    const areas = PROFILE_AREAS.filter(
+      (area) =>
+        area !== 'idle' && concurrencies.some((c) => (profile.byConcurrency[c]?.usPerCycle[area] ?? 0) > 0),
+    );
+    out.push(
+      `Where the service's CPU goes (the run was profiled: \`node --cpu-prof\`, sampling every 1 ms, which slows the service a little): self time per area, µs per cycle, over ${profile.counted === 'measured runs' ? 'the measured runs of each concurrency' : 'the whole life of the service (start-up and warm-up included: the profile clock did not match)'}. Areas by script path: node_modules/<package>/, packages/coordinator/src/http/ and server.ts (fenced http layer), the rest of packages/coordinator/src/ (fenced coordinator); "node internals" are node: modules and native frames (sockets, HTTP parser, JSON, promises); the right-hand columns credit that time to the nearest caller outside node (a socket write ioredis asked for counts as ioredis; what nobody asked for, such as the event loop, stays node internals). A sample stands for the wall time to the next one, so on a busy machine, where the service waits for a core, "sampled, not idle" exceeds the CPU time /proc counts; read the areas as shares of it.`,
+      '',
+      table(
+        [
+          'area',
+          ...concurrencies.map((c) => `self µs/cycle at c${c}`),
+          ...concurrencies.map((c) => `node's time credited to its caller, c${c}`),
+        ],
+        [
+          ...areas.map((area) => [
+            area,
+            ...concurrencies.map((c) => num(profile.byConcurrency[c]?.usPerCycle[area], 1)),
+            ...concurrencies.map((c) => num(profile.byConcurrency[c]?.onBehalfUsPerCycle?.[area], 1)),
+          ]),
+          [
+            '**sampled, not idle**',
+            ...concurrencies.map((c) => `**${num(profile.byConcurrency[c]?.busyUsPerCycle, 1)}**`),
+            ...concurrencies.map((c) => `**${num(profile.byConcurrency[c]?.busyUsPerCycle, 1)}**`),
+          ],
+        ],
+      ),
+      '',
+    );
+    const top = concurrencies[concurrencies.length - 1];
+    const cell = top === undefined ? undefined : profile.byConcurrency[top];
+    if (cell !== undefined && cell.topFunctions.length > 0) {
+      out.push(
+        `The most expensive functions at c${top} (self time, µs per cycle):`,
+        '',
+        table(
+          ['function', 'area', 'µs/cycle'],
+          cell.topFunctions.map((f) => [
+            `\`${f.name.replaceAll('|', '\\|')}\``,
+            f.area,
+            num(f.usPerCycle, 1),
+          ]),
+        ),
+        '',
+      );
+    }
+  }
+  return out;
 }

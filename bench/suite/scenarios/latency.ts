@@ -2,6 +2,8 @@ import type { BenchPlan } from '../plan.js';
 import type { LockLibrary } from '../lock-library.js';
 import { interleave, type RunState } from '../runner.js';
 import { medianSummary, summarizeLatencies, type LatencySummary } from '../statistics.js';
+import type { BenchResults } from '../results.js';
+import { num, ratio, table, type SectionView } from '../markdown.js';
 
 export interface LatencyCell {
   /** Field-by-field median over the runs (p50 of the median run, p99 of the median run, …). */
@@ -71,4 +73,48 @@ export async function runLatency(
       .join(', ')}`,
   );
   return { unit: 'milliseconds', samplesPerRun: plan.samples, byLibrary };
+}
+
+/**
+ * Scenario 2's table in the report: acquire and release percentiles per library at concurrency 1.
+ */
+export function renderLatency(results: BenchResults, { columns, chart }: SectionView): string[] {
+  const r = results.results;
+  if (r.latency === undefined) return [];
+  const out: string[] = [];
+  const lat = r.latency.byLibrary;
+  out.push(
+    `### 2. Latency at concurrency 1`,
+    '',
+    ...chart('latency'),
+    `Milliseconds (lower is better); median over ${results.runs} runs of ${num(r.latency.samplesPerRun)} acquire+release cycles each (p99.9 pooled over all runs in brackets).`,
+    '',
+    table(
+      [
+        'library',
+        'acquire p50',
+        'acquire p99',
+        'acquire p99.9',
+        'release p50',
+        'release p99',
+        'fenced ÷ library (acquire p50)',
+      ],
+      columns
+        .filter((n) => lat[n] !== undefined)
+        .map((n) => {
+          const cell = lat[n]!;
+          return [
+            n,
+            num(cell.acquire.p50, 3),
+            num(cell.acquire.p99, 3),
+            `${num(cell.acquire.p999, 3)} [${num(cell.acquirePooled.p999, 3)}]`,
+            num(cell.release.p50, 3),
+            num(cell.release.p99, 3),
+            n === 'fenced' ? '' : ratio(lat.fenced?.acquire.p50, cell.acquire.p50),
+          ];
+        }),
+    ),
+    '',
+  );
+  return out;
 }

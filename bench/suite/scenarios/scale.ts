@@ -5,6 +5,9 @@ import { repetitionsFor, type BenchPlan } from '../plan.js';
 import type { HeldLock, LockLibrary } from '../lock-library.js';
 import { forEachIndex, interleave, sleep, type RunState } from '../runner.js';
 import { median } from '../statistics.js';
+import type { BenchResults } from '../results.js';
+import { num, table, type SectionView } from '../markdown.js';
+import { FLOOR_NAME } from './floor.js';
 
 /**
  * One library's pass over one level: acquire `level` distinct resources and hold them, then release them all. The
@@ -550,4 +553,114 @@ function meanDelta(before: readonly number[], after: readonly number[]): number 
   let sum = 0;
   for (let i = 0; i < before.length; i++) sum += after[i]! - before[i]!;
   return sum / before.length;
+}
+
+/**
+ * Scenario 4's tables in the report: throughput, memory, CPU and GC per resource count and library, and what
+ * fenced leaves after its retention.
+ */
+export function renderScale(results: BenchResults, { columns, chart }: SectionView): string[] {
+  const r = results.results;
+  if (r.scale === undefined) return [];
+  const out: string[] = [];
+  const scaleHasFloor = Object.values(r.scale.byLevel).some((cells) => cells[FLOOR_NAME] !== undefined);
+  const scaleColumns = scaleHasFloor ? [...columns, FLOOR_NAME] : columns;
+  const scaleNames = new Set(Object.values(r.scale.byLevel).flatMap((cells) => Object.keys(cells)));
+  const folders = [...scaleNames].filter((n) => n === 'fenced' || n.startsWith('fenced@'));
+  // Before the scenario stopped the others' background work during a library's pass, fenced's coordinator folded
+  // on through every other library's passes.
+  const sharedFolding =
+    r.scale.onlyOwnBackground === true
+      ? " Each library's passes ran with the other libraries' background work stopped (fenced's coordinators closed: no fold passes)."
+      : folders.length > 0 && scaleNames.size > 1
+        ? ` The libraries shared this run: ${folders.join(' and ')} kept running ${folders.length > 1 ? 'their' : 'its'} fold passes in the background during the other libraries' passes too (scanning their keys, and folding ${folders.length > 1 ? 'their' : 'its'} own idle registers), so at large levels every figure here includes that work.`
+        : '';
+  out.push(
+    `### 4. Scale: many distinct resources`,
+    '',
+    ...chart('scale'),
+    `Each pass acquires N new resources at concurrency ${r.scale.concurrency} and holds them all, then releases them all. Bytes are INFO used_memory deltas per resource, per node (the cluster holds 5×). "idle" is after the release, which leaves what expiry would. CPU and GC are per acquire+release cycle over the pass's acquire and release phases: the bench process, the five nodes together (INFO cpu), and this process's collector pauses. Each phase is capped at ${num(r.scale.phaseCapMs / 1_000)} s${results.kind === 'quick' ? '' : ' (acquire) / twice that (release)'}.` +
+      (scaleHasFloor
+        ? ` "${FLOOR_NAME}" is not a lock: the same Redis writes per cycle with nothing else (bench/suite/scenarios/floor.ts), so its decline from few to many resources is the nodes' own. It holds 2 keys per resource (lease and register) and leaves 1 (the register: nothing folds it, so the run deletes them after each of its passes, once measured).`
+        : '') +
+      sharedFolding,
+    '',
+    table(
+      [
+        'resources',
+        'library',
+        'reached',
+        'acquires/s',
+        'releases/s',
+        'cycles/s',
+        'bytes/resource held',
+        'bytes/resource idle',
+        'client CPU µs/cycle',
+        'Redis CPU µs/cycle',
+        'GC µs/cycle',
+      ],
+      Object.entries(r.scale.byLevel).flatMap(([level, cells]) =>
+        scaleColumns
+          .filter((n) => cells[n] !== undefined)
+          .map((n) => {
+            const c = cells[n]!;
+            return [
+              num(Number(level)),
+              n,
+              `${num(c.reached)}${c.stoppedAtCap ? ' (cap)' : ''}`,
+              num(c.acquirePerSecond),
+              num(c.releasePerSecond),
+              num(c.cyclesPerSecond),
+              num(c.heldBytesPerResource, 1),
+              num(c.idleBytesPerResource, 1),
+              num(c.clientCpuUsPerCycle),
+              num(c.redisCpuUsPerCycle),
+              num(c.gcUsPerCycle),
+            ];
+          }),
+      ),
+    ),
+    '',
+  );
+  const retained = Object.entries(r.scale.byLevel).flatMap(([level, cells]) =>
+    Object.entries(cells).flatMap(([name, c]) =>
+      c.afterRetention === undefined ? [] : [{ level, name, c, after: c.afterRetention }],
+    ),
+  );
+  if (retained.length > 0) {
+    const first = retained[0]!.after;
+    out.push(
+      `After the retention: ${retained[0]!.name} runs with \`tokenRetentionMs\` ${num(first.retentionMs / 1_000)} s (a fold pass every ${num(first.foldIntervalMs / 1_000, 1)} s). After ${r.scale.foldWait === 'last-level' ? 'the last level' : 'each level'} the run waits the retention from the library's last pass, then until the nodes' key count stops falling, and reads memory and keys again; deltas from before ${r.scale.foldWait === 'last-level' ? 'the first level' : 'the level'}, per resource the library used in ${r.scale.foldWait === 'last-level' ? 'all levels' : 'it'} (every run), per node. Held and idle are the medians of the passes above.`,
+      '',
+      table(
+        [
+          'resources',
+          'library',
+          'bytes/resource held',
+          'idle',
+          'after the retention',
+          'keys/resource held',
+          'idle',
+          'after the retention',
+          'left per node',
+          'waited',
+        ],
+        retained.map(({ level, name, c, after }) => [
+          after.levels.length > 1 ? after.levels.map((l) => num(l)).join(' + ') : num(Number(level)),
+          name,
+          // Held and idle are per level; after several levels only the after-retention figure covers them all.
+          after.levels.length > 1 ? '–' : num(c.heldBytesPerResource, 1),
+          after.levels.length > 1 ? '–' : num(c.idleBytesPerResource, 1),
+          num(after.bytesPerResource, 1),
+          after.levels.length > 1 ? '–' : num(c.heldKeysPerResource, 2),
+          after.levels.length > 1 ? '–' : num(c.idleKeysPerResource, 2),
+          num(after.keysPerResource, 4),
+          `${num(after.bytesPerNode / 1_024, 1)} KiB, ${num(after.keysPerNode)} keys`,
+          `${num(after.waitedMs / 1_000, 1)} s (${after.endedBy})`,
+        ]),
+      ),
+      '',
+    );
+  }
+  return out;
 }

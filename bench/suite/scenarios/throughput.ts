@@ -5,6 +5,10 @@ import type { BenchPlan } from '../plan.js';
 import type { LockLibrary } from '../lock-library.js';
 import { interleave, runWorkers, type RunState } from '../runner.js';
 import { median, range } from '../statistics.js';
+import type { BenchResults } from '../results.js';
+import { num, ratio, table, type SectionView } from '../markdown.js';
+import { FLOOR_NAME } from './floor.js';
+import { PROFILE_AREAS } from '../../profilers/cpu-profile-summary.js';
 
 /** Distinct resources each worker cycles through (so no two workers ever contend). */
 const RESOURCES_PER_WORKER = 100;
@@ -144,4 +148,96 @@ export async function runThroughput(
     );
   }
   return { unit: 'acquire+release cycles per second', durationMsPerRun: plan.durationMs, byConcurrency };
+}
+
+/**
+ * Scenario 1's tables in the report: cycles per second per library and concurrency with fenced's ratios,
+ * the CPU, AOF bytes and node round trips per cycle, and with `--cpu-prof` where the client's CPU went.
+ */
+export function renderThroughput(results: BenchResults, { columns, chart }: SectionView): string[] {
+  const r = results.results;
+  if (r.throughput === undefined) return [];
+  const out: string[] = [];
+  const byConcurrency = r.throughput.byConcurrency;
+  const hasFloor = Object.values(byConcurrency).some((cells) => cells[FLOOR_NAME] !== undefined);
+  const tpColumns = hasFloor ? [...columns, FLOOR_NAME] : columns;
+  const tpOthers = tpColumns.filter((n) => n !== 'fenced');
+  const hasIo = Object.values(byConcurrency).some((cells) =>
+    Object.values(cells).some((cell) => cell.redisReadsPerCycle !== undefined),
+  );
+  out.push(
+    `### 1. Uncontended acquire+release throughput`,
+    '',
+    ...chart('throughput'),
+    `Cycles per second (higher is better), median of ${results.runs} runs of ${num(r.throughput.durationMsPerRun / 1_000, 1)} s [min–max]. Each worker cycles over its own 100 resources.` +
+      (hasFloor
+        ? ` "${FLOOR_NAME}" is not a lock: the same Redis writes per cycle with nothing else (bench/suite/scenarios/floor.ts), the nodes' limit; fenced ÷ ${FLOOR_NAME} is how close fenced comes to it.`
+        : ''),
+    '',
+    table(
+      ['concurrency', ...tpColumns, ...tpOthers.map((p) => `fenced ÷ ${p}`)],
+      Object.entries(byConcurrency).map(([c, cells]) => [
+        c,
+        ...tpColumns.map((n) => {
+          const cell = cells[n];
+          if (cell === undefined) return '–';
+          return `${num(cell.median)} [${num(cell.min)}–${num(cell.max)}]${cell.errors > 0 ? ` (${cell.errors} errors)` : ''}`;
+        }),
+        ...tpOthers.map((p) => ratio(cells.fenced?.median, cells[p]?.median)),
+      ]),
+    ),
+    '',
+    `CPU time per cycle, µs (median of the runs): this client process / the five Redis servers together (for a fencing peer with its own server, that server); and the bytes one cycle appends to each node's AOF (all of it fsynced before the reply)` +
+      (hasIo
+        ? `; then, per node and cycle, the socket reads the node processed (each one batch of a client's commands arriving: round trips) and the commands it ran (a script's inner calls included).`
+        : '.'),
+    '',
+    table(
+      ['concurrency', ...tpColumns],
+      Object.entries(byConcurrency).map(([c, cells]) => [
+        c,
+        ...tpColumns.map((n) => {
+          const cell = cells[n];
+          if (cell === undefined) return '–';
+          const io =
+            cell.redisReadsPerCycle === undefined
+              ? ''
+              : `; ${num(cell.redisReadsPerCycle, 2)} reads, ${num(cell.redisCommandsPerCycle, 1)} commands`;
+          if (cell.serverCpuUsPerCycle !== undefined) {
+            // A fencing peer with its own server: that server's CPU, not the idle Redis nodes'.
+            return `${num(cell.clientCpuUsPerCycle)} / ${num(cell.serverCpuUsPerCycle)} µs (${cell.serverCpuOf ?? 'its server'})`;
+          }
+          return `${num(cell.clientCpuUsPerCycle)} / ${num(cell.redisCpuUsPerCycle)} µs, ${num(cell.aofBytesPerCycle)} B${io}`;
+        }),
+      ]),
+    ),
+    '',
+  );
+  const profiled = Object.entries(byConcurrency).flatMap(([c, cells]) =>
+    tpColumns.flatMap((n) => {
+      const profile = cells[n]?.clientProfile;
+      return profile === undefined ? [] : [{ c, n, profile }];
+    }),
+  );
+  if (profiled.length > 0) {
+    const areas = PROFILE_AREAS.filter(
+      (area) =>
+        area !== 'idle' && profiled.some(({ profile }) => (profile.onBehalfUsPerCycle[area] ?? 0) >= 0.5),
+    );
+    out.push(
+      `Where this process's CPU went per cycle (\`--cpu-prof\`: the bench profiled itself during every measured run; µs of samples per cycle, medians of the runs; node's own time counted for its nearest caller, so socket writes count for ioredis; "other code" is the bench's own, and the floor's client). Profiling slows the client: read these for the "where".`,
+      '',
+      table(
+        ['concurrency', 'library', 'sampled µs/cycle', ...areas],
+        profiled.map(({ c, n, profile }) => [
+          c,
+          n,
+          num(profile.busyUsPerCycle, 1),
+          ...areas.map((area) => num(profile.onBehalfUsPerCycle[area] ?? 0, 1)),
+        ]),
+      ),
+      '',
+    );
+  }
+  return out;
 }
