@@ -1,6 +1,6 @@
 // What one fold pass (nodes/fold.ts) costs a Redis node that holds many leases, and how much of the node's time it
 // takes, back to back and paced (issue 21, item 5: what grows with the resource count).
-//   node --conditions=@fenced/source --import tsx bench/fold-cost.ts [--resources 100000,1000000] [--retention-ms 40000]
+//   node --conditions=@fenced/source --import tsx bench/probes/fold-cost.ts [--resources 100000,1000000] [--retention-ms 40000]
 // Starts one redis-server of its own (DESIGN §3 persistence: appendonly, fsync always; a free port, a temporary
 // directory), records the node state an initialization leaves (incarnation key), and writes N held resources the
 // way acquires leave them in the 'fenced' key layout: a lease key `<leaseId>|<token>` with a ttl, and a token
@@ -21,11 +21,11 @@ import {
   foldIdleRegisters,
   foldIntervalMs,
   type FoldNode,
-} from '../packages/coordinator/src/nodes/fold.js';
-import { nodeStateKeys, resourceKeys, tokenKeyPattern } from '../packages/coordinator/src/redlock/keys.js';
-import { loadScriptSource } from '../packages/coordinator/src/scripts/scripts.js';
-import { positiveInteger } from './suite/options.js';
-import { redisCpuSeconds } from './suite/environment.js';
+} from '../../packages/coordinator/src/nodes/fold.js';
+import { nodeStateKeys, resourceKeys, tokenKeyPattern } from '../../packages/coordinator/src/redlock/keys.js';
+import { loadScriptSource } from '../../packages/coordinator/src/scripts/scripts.js';
+import { positiveInteger } from '../suite/options.js';
+import { redisCpuSeconds } from '../suite/environment.js';
 
 const PREFIX = 'fenced';
 /** Long enough that no lease expires during a run. */

@@ -1,5 +1,5 @@
 // What one guarded write costs besides its round trips (issue 21, item 4):
-//   node --conditions=@fenced/source --import tsx bench/guard-cost.ts [--transactions N] [--rounds N]
+//   node --conditions=@fenced/source --import tsx bench/probes/guard-cost.ts [--transactions N] [--rounds N]
 //        [--concurrency 1,32] [--baseline-ref REF]
 // Starts a throw-away Postgres (as the bench does), then, per concurrency, runs rounds interleaved of N
 // transactions of each variant: a plain one-UPDATE transaction (Kysely `transaction()`), the same UPDATE through
@@ -18,8 +18,8 @@ import { createDatabase, GuardedStore } from '@fenced/guarded-store';
 import { createTestSchema, findOrStartPostgres, type TestSchema } from '@fenced/test-utils/postgres';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
-import { checkOutBaseline, type BaselineCheckout } from './suite/baseline.js';
-import { median } from './suite/statistics.js';
+import { checkOutBaseline, type BaselineCheckout } from '../suite/baseline.js';
+import { median } from '../suite/statistics.js';
 
 interface Tables {
   bench_account: { id: number; balance: bigint };
@@ -29,7 +29,7 @@ interface GuardModule {
   GuardedStore: typeof GuardedStore;
 }
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const { values } = parseArgs({
   options: {
     transactions: { type: 'string', default: '2000' },

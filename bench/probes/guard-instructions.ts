@@ -1,6 +1,6 @@
 // What one guarded write costs the Postgres backend, counted in instructions (issue 21, item 4): a figure that
 // other work on the machine does not move, unlike time and CPU.
-//   node --conditions=@fenced/source --import tsx bench/guard-instructions.ts [--transactions N] [--baseline-ref REF]
+//   node --conditions=@fenced/source --import tsx bench/probes/guard-instructions.ts [--transactions N] [--baseline-ref REF]
 // Starts a throw-away Postgres of its own under `valgrind --tool=callgrind --trace-children=yes` (initdb in a
 // temporary directory, a free port, fsync and synchronous_commit on, autovacuum off), so every backend writes its
 // instruction count when it exits. Each variant runs on two fresh backends of its own: one does 50 transactions,
@@ -19,9 +19,9 @@ import { createDatabase, GuardedStore } from '@fenced/guarded-store';
 import { freePort } from '@fenced/test-utils/free-port';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
-import { checkOutBaseline, type BaselineCheckout } from './suite/baseline.js';
+import { checkOutBaseline, type BaselineCheckout } from '../suite/baseline.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WARM_UP = 50;
 
 const { values } = parseArgs({
