@@ -7,7 +7,7 @@ import { Etcd3, type Lease } from 'etcd3';
 import { Redis } from 'ioredis';
 import zookeeper from 'node-zookeeper-client';
 import pg from 'pg';
-import { installedVersion, type HeldLock, type LockLibrary } from '../lock-library.js';
+import { installedVersion, type HeldLock, type LockLibrary } from '../suite/lock-library.js';
 import { parseEtcdRevision, parsePgToken, parseZxid, zkLockPosition, type PeerName } from './peer-config.js';
 import {
   locateEtcd,
@@ -416,7 +416,7 @@ export async function createPostgresLeasePeer(context: PeerContext): Promise<Fen
  * The single-node INCR lock (a port of the algorithm of Redisson's RFencedLock and SyncGuard's Redis backend,
  * not their code): one script sets the lock key NX PX and INCRs the resource's fence counter; the counter is the
  * token. One node only (node 0 of the bench), so its token is only as durable as that node's last fsync
- * (bench/incr-amnesia.ts shows it going backwards). Waiting polls every 10 ms.
+ * (bench/probes/incr-amnesia.ts shows it going backwards). Waiting polls every 10 ms.
  */
 export function createRedisIncrPeer(context: PeerContext): FencingPeer {
   const url = context.redisUrls[0];

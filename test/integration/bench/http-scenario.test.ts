@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FailureLog } from '../../../bench/runner.js';
-import { Progress } from '../../../bench/progress.js';
-import { runHttp } from '../../../bench/scenarios/http.js';
+import { FailureLog } from '../../../bench/suite/runner.js';
+import { Progress } from '../../../bench/suite/progress.js';
+import { runHttp } from '../../../bench/suite/scenarios/http.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 /** A tiny plan: the scenario's processes and plumbing, not its numbers (benchmarks are never judged on time). */

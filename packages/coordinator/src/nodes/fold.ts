@@ -15,7 +15,7 @@
  * per call so that no call blocks a node for long, and one process per node and interval does the work (the fold
  * lock): the others find it busy.
  *
- * Paced: a pass scans every key of a node, about 1.2 µs of node time per key (bench/fold-cost.ts), so a node
+ * Paced: a pass scans every key of a node, about 1.2 µs of node time per key (bench/probes/fold-cost.ts), so a node
  * holding a million leases spends some 2.4 s on one pass. Back to back, that is 2.6 s in which the node spends
  * nine tenths of its time on the pass, on every node at once (one process starts the pass on all of them), and
  * acquires queue behind it. So after each step the pass waits until its steps have taken at most
