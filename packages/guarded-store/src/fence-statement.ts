@@ -19,7 +19,7 @@
 // Before this split both ran as one statement (a CTE whose insert-or-update half ran when the UPDATE half raised
 // nothing). The decision is the same; Postgres no longer starts the insert's executor, arbiter index and the
 // union in every transaction (about 45 000 fewer instructions per guarded transaction on the server, measured
-// with callgrind; docs/benchmarks.md). The price is one more round trip on the first write of a resource and
+// with callgrind; docs/benchmark-experiments.md). The price is one more round trip on the first write of a resource and
 // before a StaleTokenError.
 //
 // Several fences: one `insert … select … from (values …) order by` upsert (rows locked in the sorted order, no
