@@ -27,7 +27,7 @@ export {
   nodeEntryAddress,
   nodeEntryProblem,
   parseNodeEntry,
-} from './nodes/node-spec.js';
+} from './nodes/node-address.js';
 export type { ShardStatus } from './nodes/node-connection.js';
 export type { Lease } from './lease/lease.js';
 export type { MultiLease } from './lease/multi-lease.js';

@@ -1,6 +1,6 @@
 import { DEFAULT_COORDINATOR_OPTIONS, type CoordinatorOptions } from '../options.js';
 import { UsageError } from './usage-error.js';
-import { nodeEntryProblem, parseNodeEntry } from '../nodes/node-spec.js';
+import { nodeEntryProblem, parseNodeEntry } from '../nodes/node-address.js';
 
 /**
  * What the operator commands need to reach the cluster: the service's own variables (config.ts), each

@@ -1,6 +1,6 @@
 import { validateResourceName } from '@fenced/shared';
 import { NodeSet, type NodeStatus } from '../nodes/node-set.js';
-import { parseNodeEntry } from '../nodes/node-spec.js';
+import { parseNodeEntry } from '../nodes/node-address.js';
 import { resolveOptions } from '../options.js';
 import { inspectOnQuorum } from '../protocol/inspect.js';
 import { repairMarkerKey, resourceKeys } from '../redlock/keys.js';

@@ -1,6 +1,6 @@
 import { Coordinator } from '../coordinator.js';
 import type { NodeStatus } from '../nodes/node-set.js';
-import { nodeEntryAddress } from '../nodes/node-spec.js';
+import { nodeEntryAddress } from '../nodes/node-address.js';
 import {
   CLUSTER_FLAGS,
   CLUSTER_FLAGS_HELP,

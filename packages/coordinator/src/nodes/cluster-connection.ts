@@ -73,6 +73,7 @@ import {
   type CheckedSetting,
 } from './node-check.js';
 import { describeValue } from './client-shape.js';
+import { clientAddress, urlAddress } from './node-address.js';
 
 /** '1', an initialized slot in probe-shard.lua's flags. */
 const ONE = 49;
@@ -290,10 +291,10 @@ export class ClusterConnection extends NodeConnection {
     if (isClusterConfig(node)) {
       const seeds = parseSeeds(index, node);
       const client = new IORedis.Cluster(
-        seeds.map((url) => ({ host: url.hostname, port: url.port === '' ? 6379 : Number(url.port) })),
+        seeds.map((url) => urlAddress(url)),
         ownedClusterOptions(connectTimeoutMs, seeds[0]!),
       );
-      const addresses = seeds.map((url) => `${url.hostname}:${url.port === '' ? 6379 : Number(url.port)}`);
+      const addresses = seeds.map((url) => urlAddress(url).address);
       return new ClusterConnection(index, prefix, reportError, connectTimeoutMs, client, addresses, true);
     }
     const candidate = node as Record<string, unknown>;
@@ -321,9 +322,7 @@ export class ClusterConnection extends NodeConnection {
     }
     const startup = (cluster as unknown as { startupNodes?: unknown[] }).startupNodes ?? [];
     const addresses = startup.map((n) =>
-      typeof n === 'object' && n !== null
-        ? `${(n as { host?: string }).host ?? 'localhost'}:${(n as { port?: number }).port ?? 6379}`
-        : String(n),
+      typeof n === 'object' && n !== null ? clientAddress(n as { host?: string; port?: number }) : String(n),
     );
     return new ClusterConnection(index, prefix, reportError, connectTimeoutMs, cluster, addresses, false);
   }
@@ -790,9 +789,7 @@ export class ClusterConnection extends NodeConnection {
   }
 
   private connectionTo(address: string): Redis | undefined {
-    return this.cluster
-      .nodes('all')
-      .find((n) => `${n.options.host ?? 'localhost'}:${n.options.port ?? 6379}` === address);
+    return this.cluster.nodes('all').find((n) => clientAddress(n.options) === address);
   }
 
   /** Waits (bounded) for the cluster and a connection to each of its masters (calls fail at once without one). */

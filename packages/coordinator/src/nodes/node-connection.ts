@@ -45,6 +45,7 @@ import {
 } from '../redlock/keys.js';
 import type { ProtocolNode } from './protocol-node.js';
 import { NodeScopes } from './node-scopes.js';
+import { clientAddress, redisUrlProblem, urlAddress } from './node-address.js';
 import type { RepairProgress } from './repair.js';
 import {
   configProblems,
@@ -197,22 +198,15 @@ export class NodeConnection implements ProtocolNode {
       this.client = node.client;
       this.owned = node.owned;
     } else if (typeof node === 'string') {
-      let url: URL;
-      try {
-        url = new URL(node);
-      } catch {
+      const problem = redisUrlProblem(node);
+      if (problem !== undefined) {
         throw new InvalidRequestError(
-          `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
+          `nodes[${index}] ${problem} (allowed: a redis:// or rediss:// URL with a host, or an ioredis client)`,
         );
       }
-      if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-        throw new InvalidRequestError(
-          `nodes[${index}] must be a redis:// or rediss:// URL or an ioredis client`,
-        );
-      }
-      const port = url.port === '' ? 6379 : Number(url.port);
+      const url = new URL(node);
       const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
-      this.address = `${url.hostname}:${port}`;
+      this.address = urlAddress(url).address;
       this.identity = `${this.address.toLowerCase()}/${db}`;
       this.client = new IORedis(node, ownedClientOptions(connectTimeoutMs));
       this.owned = true;
@@ -228,9 +222,7 @@ export class NodeConnection implements ProtocolNode {
           `nodes[${index}] must not use ioredis' keyPrefix; use the keyPrefix option`,
         );
       }
-      const host = client.options.host ?? 'localhost';
-      const port = client.options.port ?? 6379;
-      this.address = client.options.path ?? `${host}:${port}`;
+      this.address = clientAddress(client.options);
       this.identity = `${this.address.toLowerCase()}/${client.options.db ?? 0}`;
       this.client = client;
       this.owned = false;

@@ -42,7 +42,7 @@ import {
 import { repairEmptySlots } from './slot-repair.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 import { NodeStateTracker, type NodeStateEvent } from './node-events.js';
-import { CLUSTER_ENTRY_PREFIX, redisUrlProblem } from './node-spec.js';
+import { CLUSTER_ENTRY_PREFIX, redisUrlProblem } from './node-address.js';
 
 /** One entry of `nodeStatus()`, for `/readyz`. */
 export interface NodeStatus {

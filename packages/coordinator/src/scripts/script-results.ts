@@ -92,10 +92,13 @@ export const SCRIPT_CODES = {
     ScriptCode.INCARNATION_CHANGED,
     ScriptCode.CORRUPT,
   ],
+  // The same check as repair-read's (include/source-keys.lua); INCARNATION_CHANGED never comes back in practice, as
+  // the slot is read whole in one call (no first incarnation to compare), and means what it means there.
   'repair-read-slot': [
     ScriptCode.OK,
     ScriptCode.NOT_INITIALIZED,
     ScriptCode.UNDER_REPAIR,
+    ScriptCode.INCARNATION_CHANGED,
     ScriptCode.CORRUPT,
   ],
   'repair-raise': [ScriptCode.OK, ScriptCode.CORRUPT, ScriptCode.NO_REPAIR_MARKER],
@@ -241,7 +244,7 @@ const FRESH_INIT_REPLIES = {
   [ScriptCode.NO_INIT_MARK]: { kind: 'init-mark-lost' },
 } as const satisfies Record<(typeof SCRIPT_CODES)['fresh-init'][number], FreshInitReply>;
 
-/** A repair read's reply (repair-read.lua, repair-read-slot.lua), past the code only repair-read.lua has. */
+/** A repair read's reply (repair-read.lua, repair-read-slot.lua: one check, include/source-keys.lua). */
 function repairRead(
   r: ReplyReader,
   code: (typeof SCRIPT_CODES)['repair-read-slot'][number],
@@ -260,6 +263,8 @@ function repairRead(
       return r.done({ kind: 'not-initialized' });
     case ScriptCode.UNDER_REPAIR:
       return r.done({ kind: 'under-repair' });
+    case ScriptCode.INCARNATION_CHANGED:
+      return r.done({ kind: 'incarnation-changed' });
     case ScriptCode.CORRUPT:
       return r.done({ kind: 'corrupt' });
   }
@@ -348,12 +353,7 @@ const interpreters: { [S in ScriptName]: (r: ReplyReader) => ScriptReplies[S] } 
         return r.done({ kind: 'no-repair-marker' });
     }
   },
-  'repair-read': (r) => {
-    const code = r.code(SCRIPT_CODES['repair-read']);
-    return code === ScriptCode.INCARNATION_CHANGED
-      ? r.done({ kind: 'incarnation-changed' })
-      : repairRead(r, code);
-  },
+  'repair-read': (r) => repairRead(r, r.code(SCRIPT_CODES['repair-read'])),
   'repair-read-slot': (r) => repairRead(r, r.code(SCRIPT_CODES['repair-read-slot'])),
   'repair-raise': (r) => {
     switch (r.code(SCRIPT_CODES['repair-raise'])) {

@@ -59,6 +59,7 @@ const SAMPLES: { [S in ScriptName]: Record<number, unknown[]> } = {
     3: [3],
     4: [4],
     8: [8],
+    9: [9],
   },
   'repair-raise': { 1: [1], 4: [4], 6: [6] },
   'finish-repair': { 1: [1], 6: [6] },
@@ -75,9 +76,10 @@ describe('script result codes', () => {
   it('lists, for every script, exactly the codes its Lua source returns', () => {
     for (const name of SCRIPT_NAMES) {
       const lua = loadScriptSource(name);
-      // A reply is `return {code, …}`, or built up from `local reply = {code, …}` (repair-read's batch).
+      // A reply is `return {code, …}`, built up from `local reply = {code, …}` (repair-read's batch), or a refusal
+      // an included check hands back as `return nil, {code}` (include/source-keys.lua) for the script to return.
       const returned = new Set(
-        [...lua.matchAll(/(?:return|local reply =) \{(\d+)/g)].map((m) => Number(m[1])),
+        [...lua.matchAll(/(?:return|return nil,|local reply =) \{(\d+)/g)].map((m) => Number(m[1])),
       );
       expect([...returned].sort(), name).toEqual([...SCRIPT_CODES[name]].sort());
     }

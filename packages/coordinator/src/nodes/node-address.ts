@@ -1,4 +1,7 @@
 /**
+ * Where a quorum member is: the one parser of node addresses (URLs, `FENCED_REDIS_URLS` entries, ioredis clients'
+ * options) and the one place the default port is written.
+ *
  * The text form of one quorum member, as `FENCED_REDIS_URLS` (the service, the operator commands) lists them,
  * comma-separated: a standalone master is a `redis://` or `rediss://` URL; a Redis Cluster member is `cluster:`
  * followed by seed URLs of its masters joined by `+`, e.g. `cluster:redis://10.0.0.1:7000+redis://10.0.0.2:7000`
@@ -6,6 +9,20 @@
  */
 import { InvalidRequestError } from '@fenced/shared';
 import type { ClusterMemberConfig } from '../options.js';
+
+/** The port of a Redis URL or client that names none. */
+export const DEFAULT_REDIS_PORT = 6379;
+
+/** `host:port` of a `redis://` or `rediss://` URL, the port defaulting to 6379. */
+export function urlAddress(url: URL): { host: string; port: number; address: string } {
+  const port = url.port === '' ? DEFAULT_REDIS_PORT : Number(url.port);
+  return { host: url.hostname, port, address: `${url.hostname}:${port}` };
+}
+
+/** `host:port` (or the socket path) an ioredis client's options name, as ioredis defaults them. */
+export function clientAddress(options: { host?: string; port?: number; path?: string | null }): string {
+  return options.path ?? `${options.host ?? 'localhost'}:${options.port ?? DEFAULT_REDIS_PORT}`;
+}
 
 /** What starts a Cluster member's entry. */
 export const CLUSTER_ENTRY_PREFIX = 'cluster:';
@@ -78,10 +95,7 @@ export function parseNodeEntry(text: string, index = 0): string | ClusterMemberC
 
 /** host:port of a standalone entry, or `cluster(host:port,...)` of a Cluster member (as `nodeStatus()` names it). */
 export function nodeEntryAddress(text: string): string {
-  const address = (url: string): string => {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port === '' ? '6379' : parsed.port}`;
-  };
+  const address = (url: string): string => urlAddress(new URL(url)).address;
   return text.startsWith(CLUSTER_ENTRY_PREFIX)
     ? `cluster(${text.slice(CLUSTER_ENTRY_PREFIX.length).split('+').map(address).join(',')})`
     : address(text);
