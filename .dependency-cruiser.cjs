@@ -36,6 +36,14 @@ module.exports = {
       to: { path: inLayers(LAYERS.slice(i + 1)) },
     })),
     {
+      name: 'cluster-wing-reached-past-the-node-layer',
+      severity: 'error',
+      comment:
+        'A Cluster member is a way of reaching a node: only the node layer (nodes/) knows the Cluster wing (nodes/cluster/); every level above talks to a NodeConnection.',
+      from: { path: COORDINATOR, pathNot: `${COORDINATOR}nodes/` },
+      to: { path: `${COORDINATOR}nodes/cluster/` },
+    },
+    {
       name: 'library-entry-reaches-service',
       severity: 'error',
       comment:

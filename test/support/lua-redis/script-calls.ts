@@ -1,6 +1,6 @@
 /**
  * The argument layouts of the coordinator's scripts, in one table: for each script (packages/coordinator/lua), how
- * to generate its KEYS and ARGV as the coordinator builds them (nodes/node-connection.ts, nodes/cluster-connection.ts,
+ * to generate its KEYS and ARGV as the coordinator builds them (nodes/node-connection.ts, nodes/cluster/cluster-member.ts,
  * with the key builders of redlock/keys.ts), plus the edge cases a caller bug or a corrupt node could bring (wrong
  * argument counts, non-integer and overflowing ttls, 19-digit tokens, non-tokens, keys of the wrong type). The
  * differential test (test/integration/lua-redis/differential.test.ts) draws every call from here, and draws the

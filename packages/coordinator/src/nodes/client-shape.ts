@@ -10,7 +10,7 @@
  * behaviour; both are tested (test/integration/redlock/foreign-clients.test.ts).
  *
  * A Redis Cluster client (`isCluster: true`) never reaches this check: it is a Cluster member (DESIGN §3c,
- * nodes/cluster-connection.ts, which checks its own shape).
+ * nodes/cluster/cluster-client.ts, which checks its own shape).
  */
 import type { Redis } from 'ioredis';
 import { InvalidRequestError } from '@fenced/shared';

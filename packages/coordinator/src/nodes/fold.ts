@@ -21,7 +21,7 @@
  * acquires queue behind it. So after each step the pass waits until its steps have taken at most
  * {@link FOLD_TIME_SHARE} of its time on that node, as Redis bounds its own active expiry; a step that took longer
  * because the node or the machine was busy buys a longer pause. A pass that runs longer than half its interval
- * keeps its lock (fold.lua, ClusterConnection.fold), so no second process starts a pass beside it. What it costs:
+ * keeps its lock (fold.lua, ClusterMember.fold), so no second process starts a pass beside it. What it costs:
  * memory (an idle register may stay until its retention plus one paced pass: 37 s for a million leases), and
  * node CPU (a paced pass took about 40 % more than one back to back, measured on a 2-core machine).
  *

@@ -285,6 +285,11 @@ export class NodeConnection implements ProtocolNode {
     return false;
   }
 
+  /** Each shard of a Cluster member as the last probe saw it; a standalone node has none. */
+  currentShards(): ShardStatus[] | undefined {
+    return undefined;
+  }
+
   /** Whether any of the node's state is initialized (a Cluster member: any slot). */
   get anyInitialized(): boolean {
     return this.scopes.any;

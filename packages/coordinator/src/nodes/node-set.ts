@@ -29,7 +29,8 @@ import type { ProtocolClock, ProtocolContext } from './protocol-node.js';
 import { quorumOf, type NodeReply } from '../redlock/quorum.js';
 import { monotonicNow } from '../redlock/validity.js';
 import { NodeConnection, type NodeErrorSink, type ShardStatus } from './node-connection.js';
-import { ClusterConnection, isClusterClient, isClusterConfig } from './cluster-connection.js';
+import { ClusterMember } from './cluster/cluster-member.js';
+import { isClusterClient, isClusterConfig } from './cluster/cluster-client.js';
 import { foldIdleRegisters, foldIntervalMs } from './fold.js';
 import { initializeFreshCluster, type FreshInitOutcome } from './fresh-cluster.js';
 import {
@@ -39,7 +40,7 @@ import {
   settingsRecord,
   type RecordedSettings,
 } from './cluster-settings.js';
-import { repairEmptySlots } from './slot-repair.js';
+import { repairEmptySlots } from './cluster/slot-repair.js';
 import { repairNode, type RepairContext, type RepairNode, type RepairProgress } from './repair.js';
 import { NodeStateTracker, type NodeStateEvent } from './node-events.js';
 import { CLUSTER_ENTRY_PREFIX, redisUrlProblem } from './node-address.js';
@@ -145,7 +146,7 @@ export class NodeSet implements ProtocolContext {
         const node = typeof given === 'string' ? nodeUrl(given, index) : given;
         const connection =
           isClusterConfig(node) || isClusterClient(node)
-            ? ClusterConnection.create(index, node, settings.keyPrefix, sink, this.probeTimeoutMs)
+            ? ClusterMember.create(index, node, settings.keyPrefix, sink, this.probeTimeoutMs)
             : new NodeConnection(index, node, settings.keyPrefix, sink, this.probeTimeoutMs);
         // A script that reveals a scope without its state (a restarted node, a Cluster slot whose shard restarted
         // empty) has stopped it voting; its repair starts at once.
@@ -478,7 +479,7 @@ export class NodeSet implements ProtocolContext {
                   this.timedOut.has(n.index) ||
                   (n.owned && n.client.status !== 'ready') ||
                   // A Cluster member with empty slots votes with its other slots; it is probed (and repaired) again.
-                  (n.isCluster && !n.initialized)) &&
+                  (n.anyInitialized && !n.initialized)) &&
                 !this.repairs.has(n.index),
             );
       if (idle.length === 0) return;
@@ -580,7 +581,7 @@ export class NodeSet implements ProtocolContext {
     node.repairProgress = { phase: 'claiming' };
     this.publishStates();
     try {
-      if (node instanceof ClusterConnection) {
+      if (node instanceof ClusterMember) {
         await repairEmptySlots(this.repairContext(), this.nodes, node);
       } else {
         await repairNode(this.repairContext(), node);
@@ -639,7 +640,7 @@ export class NodeSet implements ProtocolContext {
       }
     }
     if (node.repairStatus !== undefined) problems.push(node.repairStatus);
-    else if (node instanceof ClusterConnection && node.anyInitialized && !node.initialized) {
+    else if (node.anyInitialized && !node.initialized) {
       problems.push(
         `${node.scopes.empty().length} slots have no incarnation key (a shard restarted empty): they do not vote until repaired`,
       );
@@ -664,7 +665,8 @@ export class NodeSet implements ProtocolContext {
     if (node.repairStatus !== undefined) {
       status.repair = { ...(node.repairProgress ?? { phase: 'claiming' }), detail: node.repairStatus };
     }
-    if (node instanceof ClusterConnection) status.shards = node.currentShards();
+    const shards = node.currentShards();
+    if (shards !== undefined) status.shards = shards;
     return status;
   }
 }

@@ -32,11 +32,11 @@
  * checker must see tokens go backwards).
  */
 import { randomUUID } from 'node:crypto';
-import { leaseKeyOfRecord } from '../redlock/keys.js';
-import { keySlot } from '../redlock/slots.js';
-import { interpretReply, type RepairReadReply } from '../scripts/script-results.js';
-import { ClusterConnection } from './cluster-connection.js';
-import type { NodeConnection } from './node-connection.js';
+import { leaseKeyOfRecord } from '../../redlock/keys.js';
+import { keySlot } from '../../redlock/slots.js';
+import { interpretReply, type RepairReadReply } from '../../scripts/script-results.js';
+import { ClusterMember } from './cluster-member.js';
+import type { NodeConnection } from '../node-connection.js';
 import {
   DEFAULT_REPAIR_TIMING,
   laterCopy,
@@ -44,7 +44,7 @@ import {
   sourcesRequired,
   type RepairContext,
   type RepairTiming,
-} from './repair.js';
+} from '../repair.js';
 
 /** Per-slot calls in flight at once while raising. */
 const RAISES_IN_FLIGHT = 32;
@@ -64,8 +64,8 @@ interface SlotRead {
  */
 export async function repairEmptySlots(
   context: RepairContext,
-  members: readonly (NodeConnection | ClusterConnection)[],
-  target: ClusterConnection,
+  members: readonly (NodeConnection | ClusterMember)[],
+  target: ClusterMember,
   timing: RepairTiming = DEFAULT_REPAIR_TIMING,
 ): Promise<void> {
   const newId = context.newId ?? randomUUID;
@@ -117,7 +117,7 @@ export async function repairEmptySlots(
     await Promise.all(
       candidates.map(async (source) => {
         try {
-          if (source instanceof ClusterConnection) {
+          if (source instanceof ClusterMember) {
             await readClusterSource(context, source, claimed, reads, settings, bulkTimeout, newId);
           } else {
             await readStandaloneSource(context, source, claimedSet, reads, settings, timing, newId);
@@ -222,7 +222,7 @@ function merge(
 /** Seals and reads each claimed slot on a Cluster source (one atomic call per slot). */
 async function readClusterSource(
   context: RepairContext,
-  source: ClusterConnection,
+  source: ClusterMember,
   slots: readonly number[],
   reads: Map<number, SlotRead>,
   settings: Record<string, string>,
@@ -307,7 +307,7 @@ interface MarkersKeeper {
 /** Renews the claimed slots' markers every third of their ttl while the repair runs. */
 function keepMarkersAlive(
   context: RepairContext,
-  target: ClusterConnection,
+  target: ClusterMember,
   slots: readonly number[],
   repairId: string,
   timing: RepairTiming,

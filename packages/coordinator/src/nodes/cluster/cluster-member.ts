@@ -35,17 +35,15 @@
  * test/fault/cluster-amnesia.test.ts (F25 and its negative control).
  */
 import ioredis, { type Cluster, type Redis } from 'ioredis';
-import { InvalidRequestError } from '@fenced/shared';
 import {
   interpretReply,
   type FoldReply,
   type FreshInitReply,
-  type ProbeShardReply,
   type RepairReadReply,
   type ScriptName,
   type SettingsReply,
-} from '../scripts/script-results.js';
-import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
+} from '../../scripts/script-results.js';
+import { isNoScriptError, loadScripts, runScript } from '../../scripts/scripts.js';
 import {
   freshMarkKey,
   slotKeyTemplate,
@@ -54,58 +52,34 @@ import {
   tokenKeyPattern,
   type NodeStateKeys,
   type SlotKeyTemplate,
-} from '../redlock/keys.js';
-import { keySlot, slotTag, SLOT_COUNT } from '../redlock/slots.js';
-import { monotonicNow } from '../redlock/validity.js';
+} from '../../redlock/keys.js';
+import { keySlot, SLOT_COUNT } from '../../redlock/slots.js';
+import { monotonicNow } from '../../redlock/validity.js';
 import {
   NodeConnection,
-  ownedClientOptions,
   withTimeout,
   type NodeErrorSink,
   type NodeProbe,
   type ShardStatus,
-} from './node-connection.js';
+} from '../node-connection.js';
 import {
   configProblems,
   parseConfigReply,
   parseRole,
   REQUIRED_SETTINGS,
   type CheckedSetting,
-} from './node-check.js';
-import { describeValue } from './client-shape.js';
-import { clientAddress, urlAddress } from './node-address.js';
-
-/** '1', an initialized slot in probe-shard.lua's flags. */
-const ONE = 49;
-/** Slots read per pipeline by a probe that cannot use probe-shard.lua (two GETs each). */
-const PROBE_CHUNK = 512;
-/**
- * Slots per call of a script over a shard (probe-shard.lua, fresh-init-shard.lua). Redis runs nothing else while a
- * script runs: one fresh-initialization step over a master's 5 461 slots held it for 60–190 ms (INFO commandstats,
- * fsync-always masters), queuing every other client's commands behind it. Calls of 1 024 slots hold it about a
- * fifth as long. A probe sends its calls all at once, so a shard costs one round trip; a fresh initialization (three
- * steps of mark-sized writes on every slot, once in a member's life) sends them one at a time over the whole member,
- * since a master reads the calls sent together in one go and runs them back to back, and every master of every
- * member running its share at once starves whatever else runs on the hosts (measured with node-redlock's own suite,
- * four fresh Clusters at once on 2 cores: the application's own GET/PTTL took up to 100 ms beside it).
- */
-const SHARD_SCRIPT_SLOTS = 1_024;
-/** Per-slot scripts in flight at once in a bulk operation (fresh initialization, settings, repair bookkeeping). */
-const SLOT_CHUNK = 512;
+} from '../node-check.js';
+import { clientAddress } from '../node-address.js';
+import { clusterClientOf } from './cluster-client.js';
+import {
+  parseClusterSlots,
+  sharedRead,
+  shardChunksOf,
+  type ShardChunk,
+  type SlotRange,
+} from './slot-layout.js';
 
 const IORedis = ioredis.default;
-
-export type { ClusterMemberConfig } from '../options.js';
-
-/** Whether `node` is the configuration form `{ cluster: [...] }`. */
-export function isClusterConfig(node: unknown): node is { cluster: unknown } {
-  return typeof node === 'object' && node !== null && 'cluster' in node && !('sendCommand' in node);
-}
-
-/** Whether `node` is an ioredis Cluster client (of any copy of ioredis 4.28+ or 5). */
-export function isClusterClient(node: unknown): boolean {
-  return typeof node === 'object' && node !== null && (node as { isCluster?: unknown }).isCluster === true;
-}
 
 /** What `replica-no-failover` must be on every replica of a Cluster member. */
 const REPLICA_NO_FAILOVER = 'cluster-replica-no-failover';
@@ -113,164 +87,18 @@ const REPLICA_NO_FAILOVER = 'cluster-replica-no-failover';
 /** A member's fold cursor between steps: `<index of the master in the pass's list>:<that master's SCAN cursor>`. */
 const FOLD_CURSOR = /^(\d+):(\d+)$/;
 
-/** Options of the Cluster clients the coordinator creates from seed URLs. */
-function ownedClusterOptions(connectTimeoutMs: number, seed: URL) {
-  const perNode = ownedClientOptions(connectTimeoutMs);
-  return {
-    enableAutoPipelining: false,
-    enableOfflineQueue: false,
-    // Never send a script again after its connection closed: it may have run (DESIGN §3, "never resend").
-    retryDelayOnFailover: 0,
-    // MOVED, ASK, TRYAGAIN and CLUSTERDOWN replies mean the script did not run: following them is safe.
-    retryDelayOnTryAgain: 50,
-    retryDelayOnClusterDown: 100,
-    maxRedirections: 16,
-    slotsRefreshTimeout: connectTimeoutMs,
-    clusterRetryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
-    lazyConnect: false,
-    redisOptions: {
-      connectTimeout: perNode.connectTimeout,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      ...(seed.username === '' ? {} : { username: decodeURIComponent(seed.username) }),
-      ...(seed.password === '' ? {} : { password: decodeURIComponent(seed.password) }),
-      ...(seed.protocol === 'rediss:' ? { tls: {} } : {}),
-    },
-  };
-}
-
-function parseSeeds(index: number, config: { cluster: unknown }): URL[] {
-  const seeds = config.cluster;
-  const allowed =
-    'a non-empty array of redis:// or rediss:// URLs of the cluster\'s masters, e.g. { cluster: ["redis://10.0.0.1:7000"] }';
-  if (!Array.isArray(seeds) || seeds.length === 0) {
-    throw new InvalidRequestError(`nodes[${index}].cluster must be ${allowed}; got ${describeValue(seeds)}`);
-  }
-  return seeds.map((seed: unknown, i) => {
-    let url: URL | undefined;
-    try {
-      url = typeof seed === 'string' ? new URL(seed) : undefined;
-    } catch {
-      url = undefined;
-    }
-    if (url === undefined || (url.protocol !== 'redis:' && url.protocol !== 'rediss:')) {
-      throw new InvalidRequestError(
-        `nodes[${index}].cluster[${i}] must be a redis:// or rediss:// URL; got ${typeof seed === 'string' ? `'${seed}'` : describeValue(seed)} (${typeof seed})`,
-      );
-    }
-    if (url.pathname.length > 1 && url.pathname !== '/0') {
-      throw new InvalidRequestError(
-        `nodes[${index}].cluster[${i}] names database ${url.pathname.slice(1)}; a Redis Cluster has only database 0`,
-      );
-    }
-    return url;
-  });
-}
-
-/** A range of CLUSTER SLOTS: `[start, end]` served by `master`, replicated to `replicas` (host:port each). */
-interface SlotRange {
-  readonly start: number;
-  readonly end: number;
-  readonly master: string;
-  readonly replicas: readonly string[];
-}
-
-/** `items` in consecutive runs of at most `size`. */
-function chunksOf<T>(items: readonly T[], size: number): T[][] {
-  const chunks: T[][] = [];
-  for (let from = 0; from < items.length; from += size) chunks.push(items.slice(from, from + size));
-  return chunks;
-}
-
-/** Probe reads in flight, per master connection and (key head, slots). */
-const probeReads = new WeakMap<Redis, Map<string, Promise<ProbeShardReply>>>();
-
-/**
- * The probe-shard.lua read of `key` on `client`, joined when the same read is in flight there: coordinators that
- * share a Cluster client and start together (one per Redlock, say) read each shard once. Joining a read that began
- * a moment before one's own call is as safe as reading a moment earlier: no decision trusts a probe alone — every
- * script re-checks its slot's incarnation key atomically, a fresh initialization marks and checks every slot
- * (nodes/fresh-cluster.ts), and a repair claims the slot first.
- */
-function sharedRead(
-  client: Redis,
-  key: string,
-  read: () => Promise<ProbeShardReply>,
-): Promise<ProbeShardReply> {
-  let reads = probeReads.get(client);
-  if (reads === undefined) {
-    reads = new Map();
-    probeReads.set(client, reads);
-  }
-  const inFlight = reads.get(key);
-  if (inFlight !== undefined) return inFlight;
-  const started = read().finally(() => reads.delete(key));
-  reads.set(key, started);
-  return started;
-}
-
-/** Slot lists by ranges, for slotsOf: a layout changes rarely, and every probe and initialization asks again. */
-const slotLists = new Map<string, readonly number[]>();
-
-/** Slots of one call of a script over a shard, and their tags joined as the call sends them. */
-interface ShardChunk {
-  readonly slots: readonly number[];
-  readonly tags: string;
-}
-
-/** By the (cached) slot list they cut: every coordinator of the process probing a shard sends the same calls. */
-const shardChunkLists = new WeakMap<readonly number[], readonly ShardChunk[]>();
-
-/** A master's slots in calls of at most SHARD_SCRIPT_SLOTS, built once per layout like `slotsOf`. */
-function shardChunksOf(ranges: readonly SlotRange[]): readonly ShardChunk[] {
-  const slots = slotsOf(ranges);
-  let chunks = shardChunkLists.get(slots);
-  if (chunks === undefined) {
-    chunks = chunksOf(slots, SHARD_SCRIPT_SLOTS).map((part) => ({
-      slots: part,
-      tags: part.map(slotTag).join(','),
-    }));
-    shardChunkLists.set(slots, chunks);
-  }
-  return chunks;
-}
-
-/** Every slot of `ranges`, in order. */
-function slotsOf(ranges: readonly SlotRange[]): readonly number[] {
-  const key = ranges.map(({ start, end }) => `${start}-${end}`).join(',');
-  let slots = slotLists.get(key);
-  if (slots === undefined) {
-    const list: number[] = [];
-    for (const { start, end } of ranges) for (let slot = start; slot <= end; slot++) list.push(slot);
-    slots = Object.freeze(list);
-    if (slotLists.size >= 64) slotLists.clear();
-    slotLists.set(key, slots);
-  }
-  return slots;
-}
-
-function parseClusterSlots(reply: unknown): SlotRange[] {
-  if (!Array.isArray(reply)) return [];
-  const address = (entry: unknown): string | undefined =>
-    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number'
-      ? `${entry[0]}:${entry[1]}`
-      : undefined;
-  const ranges: SlotRange[] = [];
-  for (const item of reply as unknown[]) {
-    if (!Array.isArray(item) || typeof item[0] !== 'number' || typeof item[1] !== 'number') continue;
-    const master = address(item[2]);
-    if (master === undefined) continue;
-    const replicas = (item.slice(3) as unknown[]).map(address).filter((a): a is string => a !== undefined);
-    ranges.push({ start: item[0], end: item[1], master, replicas });
-  }
-  return ranges;
-}
+/** '1', an initialized slot in probe-shard.lua's flags. */
+const ONE = 49;
+/** Slots read per pipeline by a probe that cannot use probe-shard.lua (two GETs each). */
+const PROBE_CHUNK = 512;
+/** Per-slot scripts in flight at once in a bulk operation (fresh initialization, settings, repair bookkeeping). */
+const SLOT_CHUNK = 512;
 
 /**
  * A Redis Cluster as one quorum member. Calls on a resource go to the shard serving its slot; node state is per
  * slot (see the argument at the top of this file).
  */
-export class ClusterConnection extends NodeConnection {
+export class ClusterMember extends NodeConnection {
   /** The slot layout the last probe read. */
   private layout: SlotRange[] = [];
   /** The masters the running fold pass walks (read when it started), and when this process last took its lock. */
@@ -281,50 +109,20 @@ export class ClusterConnection extends NodeConnection {
   /** Every slot's node-state keys as text around the slot's tag, for the scripts over a whole shard. */
   private readonly keyTemplate: SlotKeyTemplate;
 
+  /**
+   * The member `node` names: `{ cluster: [seed URLs] }` (a Cluster client made and owned here) or an ioredis Cluster
+   * client of yours.
+   * @throws InvalidRequestError naming what is wrong with the entry
+   */
   static create(
     index: number,
     node: unknown,
     prefix: string,
     reportError: NodeErrorSink,
     connectTimeoutMs: number,
-  ): ClusterConnection {
-    if (isClusterConfig(node)) {
-      const seeds = parseSeeds(index, node);
-      const client = new IORedis.Cluster(
-        seeds.map((url) => urlAddress(url)),
-        ownedClusterOptions(connectTimeoutMs, seeds[0]!),
-      );
-      const addresses = seeds.map((url) => urlAddress(url).address);
-      return new ClusterConnection(index, prefix, reportError, connectTimeoutMs, client, addresses, true);
-    }
-    const candidate = node as Record<string, unknown>;
-    const missing = [
-      'sendCommand',
-      'nodes',
-      'on',
-      'off',
-      'once',
-      'connect',
-      'quit',
-      'disconnect',
-      'duplicate',
-    ].filter((name) => typeof candidate[name] !== 'function');
-    if (missing.length > 0 || typeof candidate['status'] !== 'string') {
-      throw new InvalidRequestError(
-        `nodes[${index}] looks like an ioredis Cluster but lacks ${missing.join(', ') || 'status'}: ioredis Cluster clients of versions ^4.28.0 || ^5.0.0 are supported, got ${describeValue(node)}`,
-      );
-    }
-    const cluster = node as Cluster;
-    if (cluster.options.keyPrefix || cluster.options.redisOptions?.keyPrefix) {
-      throw new InvalidRequestError(
-        `nodes[${index}] must not use ioredis' keyPrefix; use the keyPrefix option`,
-      );
-    }
-    const startup = (cluster as unknown as { startupNodes?: unknown[] }).startupNodes ?? [];
-    const addresses = startup.map((n) =>
-      typeof n === 'object' && n !== null ? clientAddress(n as { host?: string; port?: number }) : String(n),
-    );
-    return new ClusterConnection(index, prefix, reportError, connectTimeoutMs, cluster, addresses, false);
+  ): ClusterMember {
+    const { cluster, seeds, owned } = clusterClientOf(index, node, connectTimeoutMs);
+    return new ClusterMember(index, prefix, reportError, connectTimeoutMs, cluster, seeds, owned);
   }
 
   private constructor(
@@ -383,7 +181,7 @@ export class ClusterConnection extends NodeConnection {
    * Each shard as the last probe saw it (up, problems), with its slot counts as they are now: slots voting and
    * slots under repair change with every vote and repair between probes.
    */
-  currentShards(): ShardStatus[] {
+  override currentShards(): ShardStatus[] {
     const probed = this.lastProbe?.shards ?? [];
     const byMaster = new Map<string, SlotRange[]>();
     for (const range of this.layout)
@@ -550,7 +348,7 @@ export class ClusterConnection extends NodeConnection {
     const replies = new Array<FreshInitReply | undefined>(SLOT_COUNT);
     const masters = await this.masters(timeoutMs).catch(() => []);
     const { head, tails } = this.keyTemplate;
-    // One call at a time over the whole member (SHARD_SCRIPT_SLOTS says why). A master whose call failed gets no
+    // One call at a time over the whole member (slot-layout.ts, SHARD_SCRIPT_SLOTS, says why). A master whose call failed gets no
     // more: its remaining slots go to the per-slot calls below, which report their own failures.
     const failed = new Set<Redis>();
     for (const { client, ranges } of masters) {
