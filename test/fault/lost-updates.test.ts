@@ -40,7 +40,7 @@ async function overlappingReadModifyWrite(path: GuardPath, protection: Protectio
     ttlMs: 200,
     holdMs: 400,
     waitMs: 10_000,
-    maxCycles: 3,
+    maxCycles: 2,
   });
   for (const c of clients) await world.closeCoordinator(c.coordinator);
   return judge(world, history, [resource]);
