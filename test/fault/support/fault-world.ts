@@ -15,7 +15,7 @@ import { RedisNode, type RedisNodeOptions } from '@fenced/test-utils/redis-node'
 import type { CommitRecord, History } from '@fenced/test-utils/history';
 import { DEFAULT_KEY_PREFIX, keysOf } from '../../fixtures/keys.js';
 import { kyselyCounterStore, type CounterStore, type GuardPath } from './counter-ops.js';
-import { openCounterStore, prismaClientFile } from './guard-paths.js';
+import { openCounterStore, prismaClientFile, removePrismaClientFile } from './guard-paths.js';
 
 /**
  * The data every fault scenario writes: one counter row per resource, incremented by read-modify-write, and a
@@ -224,7 +224,10 @@ export class FaultWorld {
     return store;
   }
 
-  /** The generated Prisma client of the counter tables (generated once per world), for worker processes. */
+  /**
+   * The generated Prisma client of the counter tables (generated once per world, removed by `close()`), for
+   * worker processes.
+   */
   prismaClientFile(): string {
     this.prismaClient ??= prismaClientFile();
     return this.prismaClient;
@@ -333,6 +336,7 @@ export class FaultWorld {
     await this.schema.drop().catch(() => undefined);
     await this.postgres.stop();
     await this.redis.stop();
+    if (this.prismaClient !== undefined) removePrismaClientFile(this.prismaClient);
   }
 }
 

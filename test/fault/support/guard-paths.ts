@@ -12,7 +12,7 @@ import { GuardedStore, createDatabase, type GuardedStoreOptions } from '@fenced/
 import { DrizzleGuard } from '@fenced/guarded-store/drizzle';
 import { PgGuard } from '@fenced/guarded-store/pg';
 import { PrismaGuard } from '@fenced/guarded-store/prisma';
-import { generatePrismaClientFile } from '../../fixtures/prisma-client.js';
+import { generatePrismaClientFile, removeGeneratedPrismaClient } from '../../fixtures/prisma-client.js';
 import {
   kyselyCounterStore,
   type CounterStore,
@@ -44,6 +44,11 @@ export interface CounterStoreOptions {
  */
 export function prismaClientFile(): string {
   return generatePrismaClientFile('test/fault/support/counter.prisma');
+}
+
+/** Removes the client `prismaClientFile()` generated (once no process uses it). */
+export function removePrismaClientFile(file: string): void {
+  removeGeneratedPrismaClient(file);
 }
 
 /** Opens the counter through `options.path`: its own pool (or client), closed by `close()`. */
