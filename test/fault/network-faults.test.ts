@@ -7,6 +7,7 @@ import { QuorumUnavailableError } from '@fenced/shared';
 import { FaultProxy, proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import {
+  GUARD_PATHS,
   holderIncrement,
   readCounter,
   readOutside,
@@ -61,49 +62,54 @@ async function everyNodeVotes(coordinator: Coordinator): Promise<void> {
   );
 }
 
-describe('a guarded write held in the network past the ttl (F3)', () => {
-  async function writeHeldPastTtl(protection: 'protected' | 'no-guard'): Promise<Verdict> {
-    const resource = unique('f3');
-    await world.ensureCounter(resource);
-    const history = new History();
-    const mode = protection === 'protected' ? 'guarded' : 'unguarded';
-    const pgLink = await postgresLink();
-    const aStore = world.anotherStore({ connectionString: pgLink.url, maxConnections: 1 });
-    const coordinator = world.coordinator();
-    const a = await recordedAcquire(history, 'A', coordinator, resource, { ttlMs: 500 });
-    if (!a) throw new Error('A did not get the lease');
-    // A's critical section reads (this also opens A's connection), then sends its write, which the network holds.
-    const readBefore = (await aStore.read((trx) => readCounter(trx, resource))) ?? 0n;
-    pgLink.setMode('hold');
-    const aWrite = recordedIncrement(
-      history,
-      aStore,
-      holderIncrement('A', a, mode, mode === 'unguarded' ? { readBefore } : {}),
-    ).catch(() => undefined);
-    await until('A’s write waiting in the network', () => pgLink.stats.queuedBytes > 0);
-    await sleep(700);
-    const b = await recordedAcquire(history, 'B', coordinator, resource, { ttlMs: 3_000, waitMs: 10_000 });
-    if (!b) throw new Error('B did not get the lease');
-    await recordedIncrement(history, world.store, holderIncrement('B', b, mode));
-    await recordedRelease(history, 'B', b);
-    pgLink.release();
-    await aWrite;
-    return judge(world, history, [resource]);
-  }
+describe.each(GUARD_PATHS)(
+  'a guarded write held in the network past the ttl (F3), through the %s guard path',
+  (path) => {
+    // A and B write through `path` (support/guard-paths.ts); A's single connection goes through a Postgres proxy.
+    async function writeHeldPastTtl(protection: 'protected' | 'no-guard'): Promise<Verdict> {
+      const resource = unique('f3');
+      await world.ensureCounter(resource);
+      const history = new History();
+      const mode = protection === 'protected' ? 'guarded' : 'unguarded';
+      const pgLink = await postgresLink();
+      const aStore = await world.counterStore(path, { connectionString: pgLink.url, maxConnections: 1 });
+      const bStore = await world.counterStore(path);
+      const coordinator = world.coordinator();
+      const a = await recordedAcquire(history, 'A', coordinator, resource, { ttlMs: 500 });
+      if (!a) throw new Error('A did not get the lease');
+      // A's critical section reads (this also opens A's connection), then sends its write, which the network holds.
+      const readBefore = await readOutside(aStore, resource);
+      pgLink.setMode('hold');
+      const aWrite = recordedIncrement(
+        history,
+        aStore,
+        holderIncrement('A', a, mode, mode === 'unguarded' ? { readBefore } : {}),
+      ).catch(() => undefined);
+      await until('A’s write waiting in the network', () => pgLink.stats.queuedBytes > 0);
+      await sleep(700);
+      const b = await recordedAcquire(history, 'B', coordinator, resource, { ttlMs: 3_000, waitMs: 10_000 });
+      if (!b) throw new Error('B did not get the lease');
+      await recordedIncrement(history, bStore, holderIncrement('B', b, mode));
+      await recordedRelease(history, 'B', b);
+      pgLink.release();
+      await aWrite;
+      return judge(world, history, [resource]);
+    }
 
-  it('is refused when it finally arrives after the successor fenced in', async () => {
-    const verdict = await writeHeldPastTtl('protected');
-    expect(verdict.violations).toEqual([]);
-    expect(verdict.info.join('\n')).toMatch(/final 1, 1 increments ok/);
-  });
+    it('is refused when it finally arrives after the successor fenced in', async () => {
+      const verdict = await writeHeldPastTtl('protected');
+      expect(verdict.violations).toEqual([]);
+      expect(verdict.info.join('\n')).toMatch(/final 1, 1 increments ok/);
+    });
 
-  it('negative control: without the guard the late write lands and overwrites the successor', async () => {
-    const verdict = await writeHeldPastTtl('no-guard');
-    expect(verdict.ok).toBe(false);
-    expect(verdict.violations.join('\n')).toMatch(/below the high-water mark/);
-    expect(verdict.violations.join('\n')).toMatch(/lost update/);
-  });
-});
+    it('negative control: without the guard the late write lands and overwrites the successor', async () => {
+      const verdict = await writeHeldPastTtl('no-guard');
+      expect(verdict.ok).toBe(false);
+      expect(verdict.violations.join('\n')).toMatch(/below the high-water mark/);
+      expect(verdict.violations.join('\n')).toMatch(/lost update/);
+    });
+  },
+);
 
 describe('partitions: minority, shifting minorities, majority, an isolated client, flapping (F8)', () => {
   /**

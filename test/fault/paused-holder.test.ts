@@ -1,10 +1,19 @@
 // F1, F2, F12: a lease holder that stops (GC pause, VM freeze, SIGSTOP) and comes back after its lease ended.
 // The lock cannot help — a paused process does not know it was paused — so the guard must refuse its writes.
+// F1 and F12 run through every guard path (support/guard-paths.ts): holder and successor write through the Kysely
+// store, node-postgres with PgGuard, Prisma with PrismaGuard, or Drizzle with DrizzleGuard.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
 import { proxyEach } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
-import { holderIncrement, recordedIncrement, type WriteMode } from './support/counter-ops.js';
+import {
+  GUARD_PATHS,
+  holderIncrement,
+  recordedIncrement,
+  type CounterTarget,
+  type GuardPath,
+  type WriteMode,
+} from './support/counter-ops.js';
 import { FaultWorld, unique } from './support/fault-world.js';
 import { naiveLock } from './support/naive-token-source.js';
 import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
@@ -16,12 +25,21 @@ const PAUSE_MS = TTL_MS * 2;
 const IDLE_TIMEOUT_MS = PAUSE_MS + 1_500;
 
 let world: FaultWorld;
-let holder: WorkerProcess;
 let successor: Coordinator;
 
 beforeAll(async () => {
   world = await FaultWorld.start();
-  holder = await WorkerProcess.start('A', new History(), {
+  successor = world.coordinator();
+  await successor.ready();
+});
+
+afterAll(async () => {
+  await world?.close();
+});
+
+/** A, the holder: a worker process writing through `path`. */
+function startHolder(path: GuardPath): Promise<WorkerProcess> {
+  return WorkerProcess.start('A', new History(), {
     redisUrls: world.urls,
     nodeTimeoutMs: 400,
     maxTtlMs: 3_000,
@@ -30,31 +48,25 @@ beforeAll(async () => {
     // F12: a guarded transaction left idle by a stopped client is ended by Postgres after this long, which frees
     // the fence row for the successor. Longer than the pause before B starts, so B really waits on the row.
     idleInTransactionTimeoutMs: IDLE_TIMEOUT_MS,
+    path,
+    ...(path === 'prisma' ? { prismaClient: world.prismaClientFile() } : {}),
   });
-  successor = world.coordinator();
-  await successor.ready();
-});
-
-afterAll(async () => {
-  await holder?.stop();
-  await world?.close();
-});
+}
 
 /**
- * B, the successor: acquires (waiting out A's lease), increments once in `mode`, releases. `whileWriting` runs
- * once B's increment has started.
+ * B, the successor: acquires (waiting out A's lease), increments once in `mode` through `store`, releases.
+ * `whileWriting` runs once B's increment has started.
  */
 async function successorIncrements(
   history: History,
   resource: string,
   mode: WriteMode,
+  store: CounterTarget = world.store,
   whileWriting: () => Promise<void> = () => Promise.resolve(),
 ): Promise<void> {
   const lease = await recordedAcquire(history, 'B', successor, resource, { ttlMs: 3_000, waitMs: 10_000 });
   if (!lease) throw new Error('the successor never got the lease');
-  const write = recordedIncrement(history, world.store, holderIncrement('B', lease, mode)).catch(
-    () => undefined,
-  );
+  const write = recordedIncrement(history, store, holderIncrement('B', lease, mode)).catch(() => undefined);
   await whileWriting();
   await write;
   await recordedRelease(history, 'B', lease);
@@ -69,12 +81,21 @@ async function someoneWaitsOnALock(): Promise<boolean> {
   return (rows[0]?.n ?? 0) > 0;
 }
 
+/** A holder process and the successor's store, both writing through one guard path. */
+interface PathUnderTest {
+  readonly holder: WorkerProcess;
+  readonly store: CounterTarget;
+}
+
 /**
  * F1: A (a real process) acquires with a keep-alive, is stopped with SIGSTOP inside its critical section for
  * longer than the ttl — so no extension runs — and B takes over and increments. Then A resumes and increments.
  * Unguarded, A acts on the value it read before the pause, as a real critical section would.
  */
-async function holderPausedInCriticalSection(mode: WriteMode): Promise<Verdict> {
+async function holderPausedInCriticalSection(
+  { holder, store }: PathUnderTest,
+  mode: WriteMode,
+): Promise<Verdict> {
   const resource = unique('f1');
   await world.ensureCounter(resource);
   const history = new History();
@@ -84,7 +105,7 @@ async function holderPausedInCriticalSection(mode: WriteMode): Promise<Verdict> 
   const readBefore = mode === 'guarded' ? undefined : await holder.read(resource);
   holder.pause();
   await sleep(PAUSE_MS);
-  await successorIncrements(history, resource, mode);
+  await successorIncrements(history, resource, mode, store);
   holder.resume();
   await holder.increment(resource, {
     mode,
@@ -100,7 +121,10 @@ async function holderPausedInCriticalSection(mode: WriteMode): Promise<Verdict> 
  * the fence row A holds. Postgres ends A's idle transaction (idle_in_transaction_session_timeout), B commits,
  * and A's write on resume finds its connection gone.
  */
-async function holderPausedInsideTransaction(mode: WriteMode): Promise<Verdict> {
+async function holderPausedInsideTransaction(
+  { holder, store }: PathUnderTest,
+  mode: WriteMode,
+): Promise<Verdict> {
   const resource = unique('f12');
   await world.ensureCounter(resource);
   const history = new History();
@@ -115,7 +139,7 @@ async function holderPausedInsideTransaction(mode: WriteMode): Promise<Verdict> 
   await sleep(PAUSE_MS);
   // Guarded, B's fence statement queues behind the fence row A's stopped transaction holds, until Postgres ends
   // A's idle session; unguarded, nothing makes B wait.
-  await successorIncrements(history, resource, mode, async () => {
+  await successorIncrements(history, resource, mode, store, async () => {
     if (mode === 'guarded') await until('B waiting on the fence row A holds', someoneWaitsOnALock);
   });
   holder.resume();
@@ -125,32 +149,48 @@ async function holderPausedInsideTransaction(mode: WriteMode): Promise<Verdict> 
   return judge(world, history, [resource]);
 }
 
-describe('a holder paused in its critical section (F1)', () => {
-  it('cannot commit after its successor fenced in: the guard refuses its stale token', async () => {
-    const verdict = await holderPausedInCriticalSection('guarded');
-    expect(verdict.violations).toEqual([]);
-    expect(verdict.info.join('\n')).toMatch(/final 1, 1 increments ok/);
+describe.each(GUARD_PATHS)('writing through the %s guard path', (path) => {
+  let under: PathUnderTest | undefined;
+  const setUp = (): PathUnderTest => {
+    if (!under) throw new Error(`the ${path} path was not set up`);
+    return under;
+  };
+
+  beforeAll(async () => {
+    under = { store: await world.counterStore(path), holder: await startHolder(path) };
   });
 
-  it('negative control: without the guard its write lands after the successor’s and loses an update', async () => {
-    const verdict = await holderPausedInCriticalSection('unguarded');
-    expect(verdict.ok).toBe(false);
-    expect(verdict.violations.join('\n')).toMatch(/below the high-water mark/);
-    expect(verdict.violations.join('\n')).toMatch(/lost update/);
-  });
-});
-
-describe('a holder paused inside an open guarded transaction (F12)', () => {
-  it('is cut off by Postgres, its successor commits, and its late write never lands', async () => {
-    const verdict = await holderPausedInsideTransaction('guarded');
-    expect(verdict.violations).toEqual([]);
-    expect(verdict.info.join('\n')).toMatch(/final 1, 1 increments ok, 1 unknown/);
+  afterAll(async () => {
+    await under?.holder.stop();
   });
 
-  it('negative control: in a plain transaction the resumed holder overwrites its successor', async () => {
-    const verdict = await holderPausedInsideTransaction('unguarded');
-    expect(verdict.ok).toBe(false);
-    expect(verdict.violations.join('\n')).toMatch(/lost update/);
+  describe('a holder paused in its critical section (F1)', () => {
+    it('cannot commit after its successor fenced in: the guard refuses its stale token', async () => {
+      const verdict = await holderPausedInCriticalSection(setUp(), 'guarded');
+      expect(verdict.violations).toEqual([]);
+      expect(verdict.info.join('\n')).toMatch(/final 1, 1 increments ok/);
+    });
+
+    it('negative control: without the guard its write lands after the successor’s and loses an update', async () => {
+      const verdict = await holderPausedInCriticalSection(setUp(), 'unguarded');
+      expect(verdict.ok).toBe(false);
+      expect(verdict.violations.join('\n')).toMatch(/below the high-water mark/);
+      expect(verdict.violations.join('\n')).toMatch(/lost update/);
+    });
+  });
+
+  describe('a holder paused inside an open guarded transaction (F12)', () => {
+    it('is cut off by Postgres, its successor commits, and its late write never lands', async () => {
+      const verdict = await holderPausedInsideTransaction(setUp(), 'guarded');
+      expect(verdict.violations).toEqual([]);
+      expect(verdict.info.join('\n')).toMatch(/final 1, 1 increments ok, 1 unknown/);
+    });
+
+    it('negative control: in a plain transaction the resumed holder overwrites its successor', async () => {
+      const verdict = await holderPausedInsideTransaction(setUp(), 'unguarded');
+      expect(verdict.ok).toBe(false);
+      expect(verdict.violations.join('\n')).toMatch(/lost update/);
+    });
   });
 });
 

@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { GuardedStore } from '@fenced/guarded-store';
+import type { FenceTarget, GuardedStore } from '@fenced/guarded-store';
 import { InvalidProofError, InvalidRequestError, LockedError, StaleTokenError } from '@fenced/shared';
 import type { History } from '@fenced/test-utils/history';
 import type { Lease } from '@fenced/coordinator';
@@ -76,9 +76,72 @@ export async function writeCounter(
             ${input.opId}, ${value.toString()}::bigint)`.execute(trx);
 }
 
+/**
+ * The client a guarded worker writes the counter through (support/guard-paths.ts):
+ * - `kysely`: the store itself (`GuardedStore.run`);
+ * - `sql-function`: node-postgres transactions fenced by `PgGuard` (`@fenced/guarded-store/pg`), which calls
+ *   the guard's SQL function;
+ * - `prisma`: Prisma interactive transactions fenced by `PrismaGuard` (`@fenced/guarded-store/prisma`), over
+ *   `@prisma/adapter-pg`, reading and writing through the client's models;
+ * - `drizzle`: Drizzle transactions fenced by `DrizzleGuard` (`@fenced/guarded-store/drizzle`), over
+ *   node-postgres, through Drizzle's query builder.
+ */
+export type GuardPath = 'kysely' | 'sql-function' | 'prisma' | 'drizzle';
+
+/** Every guard path, the store's own first. */
+export const GUARD_PATHS: readonly GuardPath[] = ['kysely', 'sql-function', 'prisma', 'drizzle'];
+
+/** The counter's read and write inside one transaction, in a path's own client. */
+export interface CounterTransaction {
+  read(resource: string): Promise<bigint>;
+  /** Writes `value`, then appends the commit log row (after the UPDATE: the row lock orders the log). */
+  write(
+    input: Pick<Increment, 'resource' | 'token' | 'leaseRef' | 'process' | 'opId'>,
+    value: bigint,
+  ): Promise<void>;
+}
+
+/** The counter through one guard path: a fenced transaction, a plain one, and a read outside both. */
+export interface CounterStore {
+  readonly path: GuardPath;
+  /** One transaction fenced by the path's guard, with operation id `opId` (G5). */
+  guarded(fence: FenceTarget, opId: string, fn: (tx: CounterTransaction) => Promise<number>): Promise<number>;
+  /** A plain transaction of the same client: no fence at all (the negative controls). */
+  unguarded(fn: (tx: CounterTransaction) => Promise<number>): Promise<number>;
+  /** The counter read outside any transaction of the guard. */
+  readOutside(resource: string): Promise<bigint>;
+  /** Closes what the path opened (its pool, its client). */
+  close(): Promise<void>;
+}
+
+/** The `kysely` path over `store`; `close` also runs `onClose` (e.g. destroys the store's pool). */
+export function kyselyCounterStore(
+  store: GuardedStore<CounterDb>,
+  onClose: () => Promise<void> = () => Promise.resolve(),
+): CounterStore {
+  const inTransaction = (trx: Transaction<CounterDb>): CounterTransaction => ({
+    read: (resource) => readCounter(trx, resource),
+    write: (input, value) => writeCounter(trx, input, value),
+  });
+  return {
+    path: 'kysely',
+    guarded: (fence, opId, fn) => store.run(fence, (trx) => fn(inTransaction(trx)), { opId }),
+    unguarded: (fn) => store.dangerouslyRunUnguarded((trx) => fn(inTransaction(trx))),
+    readOutside: (resource) => store.read((trx) => readCounter(trx, resource)),
+    close: onClose,
+  };
+}
+
+/** Where a critical section writes: the Kysely store itself, or a counter store of any path. */
+export type CounterTarget = GuardedStore<CounterDb> | CounterStore;
+
+function counterStoreOf(target: CounterTarget): CounterStore {
+  return 'path' in target ? target : kyselyCounterStore(target);
+}
+
 /** A value read outside any guard (what `reads-outside` and the unguarded critical sections act on). */
-export function readOutside(store: GuardedStore<CounterDb>, resource: string): Promise<bigint> {
-  return store.read((trx) => readCounter(trx, resource));
+export function readOutside(store: CounterTarget, resource: string): Promise<bigint> {
+  return counterStoreOf(store).readOutside(resource);
 }
 
 /**
@@ -87,42 +150,35 @@ export function readOutside(store: GuardedStore<CounterDb>, resource: string): P
  * pause the client right there (F12) or hold it in a critical section.
  */
 export async function increment(
-  store: GuardedStore<CounterDb>,
+  target: CounterTarget,
   input: Increment,
   afterRead: () => Promise<void> = () => Promise.resolve(),
 ): Promise<number> {
+  const store = counterStoreOf(target);
   const fence = input.signed
     ? { resource: input.resource, token: input.token, ...input.signed }
     : { resource: input.resource, token: input.token, leaseId: input.leaseRef };
   switch (input.mode) {
     case 'guarded':
-      return store.run(
-        fence,
-        async (trx) => {
-          const next = (await readCounter(trx, input.resource)) + 1n;
-          await afterRead();
-          await writeCounter(trx, input, next);
-          return Number(next);
-        },
-        { opId: input.opId },
-      );
+      return store.guarded(fence, input.opId, async (tx) => {
+        const next = (await tx.read(input.resource)) + 1n;
+        await afterRead();
+        await tx.write(input, next);
+        return Number(next);
+      });
     case 'reads-outside': {
-      const before = input.readBefore ?? (await readOutside(store, input.resource));
+      const before = input.readBefore ?? (await store.readOutside(input.resource));
       await afterRead();
-      return store.run(
-        fence,
-        async (trx) => {
-          await writeCounter(trx, input, before + 1n);
-          return Number(before + 1n);
-        },
-        { opId: input.opId },
-      );
+      return store.guarded(fence, input.opId, async (tx) => {
+        await tx.write(input, before + 1n);
+        return Number(before + 1n);
+      });
     }
     case 'unguarded':
-      return store.dangerouslyRunUnguarded(async (trx) => {
-        const next = (input.readBefore ?? (await readCounter(trx, input.resource))) + 1n;
+      return store.unguarded(async (tx) => {
+        const next = (input.readBefore ?? (await tx.read(input.resource))) + 1n;
         await afterRead();
-        await writeCounter(trx, input, next);
+        await tx.write(input, next);
         return Number(next);
       });
   }
@@ -149,7 +205,7 @@ export function classify(error: unknown): 'fail' | 'unknown' {
 /** Runs one increment as a recorded `increment` operation (token, lease, op id, and the value written). */
 export function recordedIncrement(
   history: History,
-  store: GuardedStore<CounterDb>,
+  store: CounterTarget,
   input: Increment,
   afterRead?: () => Promise<void>,
 ): Promise<number> {

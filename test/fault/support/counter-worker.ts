@@ -1,20 +1,17 @@
-// A counter worker: one real process holding a coordinator, a lease and a guarded store, driven over IPC by a
-// fault test (worker-process.ts). The test stops it with SIGSTOP to make a pause that freezes everything —
+// A counter worker: one real process holding a coordinator, a lease and a guarded store (through the guard path
+// its set-up names: support/guard-paths.ts), driven over IPC by a fault test (worker-process.ts). The test stops it with SIGSTOP to make a pause that freezes everything —
 // its lease keep-alive, its sockets, its open transaction — the way a GC pause or a VM freeze does.
 import { Coordinator, type Lease } from '@fenced/coordinator';
-import { GuardedStore, createDatabase } from '@fenced/guarded-store';
-import type { Kysely } from 'kysely';
-import { increment, readOutside } from './counter-ops.js';
-import type { CounterDb } from './fault-world.js';
+import { increment, type CounterStore } from './counter-ops.js';
 import { leaseRef } from './fault-world.js';
+import { openCounterStore } from './guard-paths.js';
 import type { WorkerCommand, WorkerMessage, WorkerRequest, WorkerResult } from './worker-protocol.js';
 
 const name = process.argv[2] ?? 'worker';
 
 interface Session {
   coordinator: Coordinator;
-  db: Kysely<CounterDb>;
-  store: GuardedStore<CounterDb>;
+  store: CounterStore;
   lease?: Lease;
   keeper?: NodeJS.Timeout;
 }
@@ -50,20 +47,21 @@ async function run(request: WorkerRequest): Promise<WorkerResult> {
         ...(setup.keyPrefix === undefined ? {} : { keyPrefix: setup.keyPrefix }),
       });
       coordinator.on('nodeError', () => undefined);
-      const db = createDatabase<CounterDb>({
+      const store = await openCounterStore({
+        path: setup.path ?? 'kysely',
         connectionString: setup.databaseUrl,
-        searchPath: setup.schema,
+        schema: setup.schema,
         maxConnections: 3,
         applicationName: `fenced-fault-${name}`,
+        guardOptions: {
+          ...(setup.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: setup.lockTimeoutMs }),
+          ...(setup.idleInTransactionTimeoutMs === undefined
+            ? {}
+            : { idleInTransactionTimeoutMs: setup.idleInTransactionTimeoutMs }),
+        },
+        ...(setup.prismaClient === undefined ? {} : { prismaClient: setup.prismaClient }),
       });
-      const store = new GuardedStore(db, {
-        schema: setup.schema,
-        ...(setup.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: setup.lockTimeoutMs }),
-        ...(setup.idleInTransactionTimeoutMs === undefined
-          ? {}
-          : { idleInTransactionTimeoutMs: setup.idleInTransactionTimeoutMs }),
-      });
-      session = { coordinator, db, store };
+      session = { coordinator, store };
       await coordinator.ready();
       if (setup.warmUp ?? true) {
         // Loads the scripts on every node, so the scenario's acquire is a single round trip.
@@ -97,7 +95,7 @@ async function run(request: WorkerRequest): Promise<WorkerResult> {
       };
     }
     case 'read':
-      return { ok: true, value: (await readOutside(current().store, command.resource)).toString() };
+      return { ok: true, value: (await current().store.readOutside(command.resource)).toString() };
     case 'increment': {
       const s = current();
       const lease = s.lease;
@@ -151,7 +149,7 @@ async function tearDown(): Promise<void> {
   stopKeeper(s);
   await s.lease?.release().catch(() => undefined);
   await s.coordinator.close().catch(() => undefined);
-  await s.db.destroy().catch(() => undefined);
+  await s.store.close().catch(() => undefined);
 }
 
 function failure(error: unknown): WorkerResult {

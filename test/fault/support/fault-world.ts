@@ -14,6 +14,8 @@ import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-clust
 import { RedisNode, type RedisNodeOptions } from '@fenced/test-utils/redis-node';
 import type { CommitRecord, History } from '@fenced/test-utils/history';
 import { DEFAULT_KEY_PREFIX, keysOf } from '../../fixtures/keys.js';
+import { kyselyCounterStore, type CounterStore, type GuardPath } from './counter-ops.js';
+import { openCounterStore, prismaClientFile, removePrismaClientFile } from './guard-paths.js';
 
 /**
  * The data every fault scenario writes: one counter row per resource, incremented by read-modify-write, and a
@@ -68,6 +70,9 @@ export class FaultWorld {
   private readonly databases = new Set<Kysely<CounterDb>>();
   /** The pool under each store `anotherStore` made, for `closeStore`. */
   private readonly storeDatabases = new Map<GuardedStore<CounterDb>, Kysely<CounterDb>>();
+  /** The counter stores `counterStore` opened through the other guard paths. */
+  private readonly counterStores = new Set<CounterStore>();
+  private prismaClient: string | undefined;
 
   private constructor(
     readonly redis: Pick<RedisNodes, 'urls' | 'nodes' | 'stop'>,
@@ -192,6 +197,42 @@ export class FaultWorld {
     await db.destroy().catch(() => undefined);
   }
 
+  /**
+   * The counter through guard path `path` (support/guard-paths.ts), with the world's store options: for `kysely`
+   * the world's own store (or `anotherStore` with a connection string or pool size), for the others a client over
+   * its own pool (application name `fenced-fault`, as the world's store), closed by `close()`.
+   */
+  async counterStore(
+    path: GuardPath,
+    options: { connectionString?: string; maxConnections?: number } = {},
+  ): Promise<CounterStore> {
+    if (path === 'kysely') {
+      return options.connectionString === undefined && options.maxConnections === undefined
+        ? kyselyCounterStore(this.store)
+        : kyselyCounterStore(this.anotherStore(options));
+    }
+    const store = await openCounterStore({
+      path,
+      connectionString: options.connectionString ?? this.postgres.url,
+      schema: this.schema.schema,
+      maxConnections: options.maxConnections ?? 8,
+      applicationName: 'fenced-fault',
+      guardOptions: this.storeOptions,
+      ...(path === 'prisma' ? { prismaClient: this.prismaClientFile() } : {}),
+    });
+    this.counterStores.add(store);
+    return store;
+  }
+
+  /**
+   * The generated Prisma client of the counter tables (generated once per world, removed by `close()`), for
+   * worker processes.
+   */
+  prismaClientFile(): string {
+    this.prismaClient ??= prismaClientFile();
+    return this.prismaClient;
+  }
+
   /** How many Postgres pools the world holds open: its own and each store's not closed yet. */
   get openDatabases(): number {
     return this.databases.size;
@@ -289,11 +330,13 @@ export class FaultWorld {
   async close(): Promise<void> {
     await Promise.allSettled([...this.coordinators].map((c) => c.close()));
     for (const client of this.clients) client.disconnect();
+    await Promise.allSettled([...this.counterStores].map((s) => s.close()));
     await Promise.allSettled([...this.databases].map((d) => d.destroy()));
     await this.admin.end().catch(() => undefined);
     await this.schema.drop().catch(() => undefined);
     await this.postgres.stop();
     await this.redis.stop();
+    if (this.prismaClient !== undefined) removePrismaClientFile(this.prismaClient);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { WriteMode } from './counter-ops.js';
+import type { GuardPath, WriteMode } from './counter-ops.js';
 
 /**
  * IPC between a fault test and its counter workers (counter-worker.ts): real child processes, so a test can
@@ -20,6 +20,10 @@ export interface WorkerSetup {
    * scenario that needs the nodes free of resource keys (a fresh cluster). @defaultValue true
    */
   readonly warmUp?: boolean;
+  /** The client the worker writes through (support/guard-paths.ts). @defaultValue 'kysely' */
+  readonly path?: GuardPath;
+  /** For the `prisma` path: the generated client's module (`FaultWorld.prismaClientFile()`). */
+  readonly prismaClient?: string;
 }
 
 export type WorkerCommand =

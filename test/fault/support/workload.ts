@@ -1,8 +1,7 @@
 import type { Coordinator } from '@fenced/coordinator';
-import type { GuardedStore } from '@fenced/guarded-store';
 import type { History } from '@fenced/test-utils/history';
-import { classify, increment, type WriteMode } from './counter-ops.js';
-import { leaseRef, type CounterDb } from './fault-world.js';
+import { classify, increment, type CounterTarget, type WriteMode } from './counter-ops.js';
+import { leaseRef } from './fault-world.js';
 import type { NaiveTokenSource } from './naive-token-source.js';
 import { classifyAcquire, sleep } from './verdict.js';
 
@@ -23,11 +22,14 @@ export function writeModeOf(protection: Protection): WriteMode {
       : 'guarded';
 }
 
-/** One client of a workload: its own coordinator (its own view of the nodes) and its own store. */
+/**
+ * One client of a workload: its own coordinator (its own view of the nodes) and its own store (the Kysely
+ * store, or a counter store of any guard path).
+ */
 export interface WorkloadClient {
   readonly name: string;
   readonly coordinator: Coordinator;
-  readonly store: GuardedStore<CounterDb>;
+  readonly store: CounterTarget;
   /** Needed for `naive-tokens`: a naive source over the same links as the coordinator. */
   readonly naive?: NaiveTokenSource;
 }
