@@ -23,12 +23,9 @@
 -- @include decimal-token
 -- @include fold-registers
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {3}
-end
-local floor = read_floor(KEYS[2])
+local floor, refusal = fold_start(KEYS[1], KEYS[2])
 if floor == nil then
-  return {4}
+  return refusal
 end
 local min_idle = tonumber(ARGV[1])
 local registers = {}

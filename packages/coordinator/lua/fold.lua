@@ -31,12 +31,9 @@
 -- @include decimal-token
 -- @include fold-registers
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {3}
-end
-local floor = read_floor(KEYS[2])
+local floor, refusal = fold_start(KEYS[1], KEYS[2])
 if floor == nil then
-  return {4}
+  return refusal
 end
 if ARGV[1] == '0' then
   if not redis.call('SET', KEYS[3], '1', 'PX', ARGV[5], 'NX') then

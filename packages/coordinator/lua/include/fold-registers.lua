@@ -13,6 +13,20 @@
 
 -- @include decimal-token
 
+-- The state a fold step starts from: the floor at `floor_key` while the node (or slot) holds its incarnation key at
+-- `incarnation_key`; nil and the refusal otherwise: {3} NOT_INITIALIZED (empty or under repair, nothing is folded),
+-- {4} CORRUPT (the floor holds something other than a decimal token).
+local function fold_start(incarnation_key, floor_key)
+  if redis.call('EXISTS', incarnation_key) == 0 then
+    return nil, {3}
+  end
+  local floor = read_floor(floor_key)
+  if floor == nil then
+    return nil, {4}
+  end
+  return floor
+end
+
 -- Folds the idle registers among `keys` (token registers) into the floor at `floor_key`, whose value is `floor`.
 -- Returns how many registers it deleted.
 local function fold_registers(keys, floor_key, floor, min_idle)

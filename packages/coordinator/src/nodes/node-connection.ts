@@ -643,18 +643,7 @@ export class NodeConnection implements ProtocolNode {
 
   /** Waits (bounded) for a created client's first connection, so the first calls do not fail for nothing. */
   async waitUntilConnected(timeoutMs: number): Promise<void> {
-    const client = this.client;
-    if (client.status === 'ready') return;
-    if (client.status === 'wait') client.connect().catch(() => undefined);
-    await new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        client.off('ready', done);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      client.once('ready', done);
-    });
+    await waitForReady(this.client, timeoutMs);
   }
 
   /**
@@ -743,6 +732,24 @@ export class NodeConnection implements ProtocolNode {
       this.client.disconnect();
     }
   }
+}
+
+/**
+ * Waits (at most `timeoutMs`) for `client` to be ready, connecting a lazy client first; never throws: the calls that
+ * follow fail on their own if it is still not connected.
+ */
+export async function waitForReady(client: Redis, timeoutMs: number): Promise<void> {
+  if (client.status === 'ready') return;
+  if (client.status === 'wait') client.connect().catch(() => undefined);
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      client.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    client.once('ready', done);
+  });
 }
 
 /** The most listeners of one event a connection puts on its client ('ready': the script load and the ready check). */

@@ -607,7 +607,7 @@ function keepMarkerAlive(
 }
 
 /** Runs one call, retrying it (up to `triesPerBatch` in all) when it throws: a timeout or a connection blip. */
-async function retried<T>(timing: RepairTiming, call: () => Promise<T>): Promise<T> {
+export async function retried<T>(timing: RepairTiming, call: () => Promise<T>): Promise<T> {
   let lastError: unknown;
   for (let attempt = 0; attempt < timing.triesPerBatch; attempt++) {
     try {

@@ -57,6 +57,7 @@ import { keySlot, SLOT_COUNT } from '../../redlock/slots.js';
 import { monotonicNow } from '../../redlock/validity.js';
 import {
   NodeConnection,
+  waitForReady,
   withTimeout,
   type NodeErrorSink,
   type NodeProbe,
@@ -597,19 +598,9 @@ export class ClusterMember extends NodeConnection {
     const deadline = performance.now() + timeoutMs;
     await super.waitUntilConnected(timeoutMs);
     await Promise.all(
-      this.cluster.nodes('master').map(async (master) => {
-        if (master.status === 'ready') return;
-        if (master.status === 'wait') master.connect().catch(() => undefined);
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            clearTimeout(timer);
-            master.off('ready', done);
-            resolve();
-          };
-          const timer = setTimeout(done, Math.max(0, deadline - performance.now()));
-          master.once('ready', done);
-        });
-      }),
+      this.cluster
+        .nodes('master')
+        .map((master) => waitForReady(master, Math.max(0, deadline - performance.now()))),
     );
   }
 

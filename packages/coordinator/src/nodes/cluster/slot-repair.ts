@@ -41,6 +41,7 @@ import {
   DEFAULT_REPAIR_TIMING,
   laterCopy,
   mergeSettings,
+  retried,
   sourcesRequired,
   type RepairContext,
   type RepairTiming,
@@ -340,16 +341,4 @@ function keepMarkersAlive(
     throwIfClosed: () => context.closing.throwIfAborted(),
     stop: () => stopped.abort(),
   };
-}
-
-async function retried<T>(timing: RepairTiming, call: () => Promise<T>): Promise<T> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < timing.triesPerBatch; attempt++) {
-    try {
-      return await call();
-    } catch (error) {
-      lastError = error;
-    }
-  }
-  throw lastError;
 }
