@@ -7,6 +7,10 @@
  *
  * Signing happens in one place, `leaseOf`: a proof is made only for grants a majority promised, once per grant,
  * and never changes on extension (DESIGN §4b; signing/lease-signer.ts).
+ *
+ * Tests that fail when this breaks: test/integration/coordinator/lease/lifecycle.test.ts and multi-lease.test.ts
+ * (the verbs, all or nothing, extend and release by id), test/integration/service/signed-leases.test.ts (a proof on
+ * every lease, kept by extend), test/integration/coordinator/lease/auto-extend.test.ts (close() stops every watch).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaseLostError, LockedError } from '@fenced/shared';
