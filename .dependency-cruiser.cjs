@@ -10,7 +10,7 @@ const LAYERS = [
   ['scripts/'],
   ['nodes/'],
   ['tokens/', 'lease/'],
-  ['protocol/'],
+  ['protocol/', 'events/'],
   ['coordinator\\.ts'],
   ['index\\.ts', 'client/', 'cli/', 'bin/'],
 ];

@@ -1,53 +1,39 @@
-// The library's public API: `Coordinator` with acquire, tryAcquire, using, extend, release and inspect, each for one
-// resource and for several (overloads, each with its JSDoc), and the
-// LeaseOperations its leases call back. That is why it runs past 400 lines; every protocol step it calls lives in
-// one file of its own with its safety argument: protocol/ (attempt, the wait loop and its wake-ups, extend, release, inspect),
-// tokens/ (the quorum max-register), nodes/ (membership, fresh initialization, folding, repair).
-import { channel } from 'node:diagnostics_channel';
+// The library's public API: `Coordinator`, a facade. It holds the public overloads (one resource or several), the
+// events, the lifecycle (ready, close) and the node status passthroughs; each verb checks its request
+// (lease/validate-request.ts) and hands it to one step below (protocol/lease-protocol.ts), which goes down to the
+// nodes without calling back up.
 import { EventEmitter } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  InvalidRequestError,
-  LeaseLostError,
-  LockedError,
-  rejectMisnamedOptions,
-  validateResourceName,
-} from '@fenced/shared';
+import { InvalidRequestError } from '@fenced/shared';
 import { CoordinatorClosedError, UnsafeNodeError } from './errors.js';
-import { GrantedLease, type Lease, type LeaseGrant, type LeaseOperations } from './lease/lease.js';
+import { coordinatorEventSinks, type CoordinatorEvents } from './events/coordinator-events.js';
+import type { Lease } from './lease/lease.js';
+import type { AcquireOptions } from './lease/lease-watch.js';
+import type { MultiLease } from './lease/multi-lease.js';
+import type { AttemptReportOptions } from './lease/attempt-report.js';
 import {
-  closeAllWatches,
-  type AcquireOptions,
-  type LeaseWatch,
-  type LeaseWatchOptions,
-} from './lease/lease-watch.js';
-import { GrantedMultiLease, validateResourceList, type MultiLease } from './lease/multi-lease.js';
-import { newLeaseId } from './lease/lease-ids.js';
+  validateAcquire,
+  validateLeaseId,
+  validateResource,
+  validateResources,
+  validateTtl,
+} from './lease/validate-request.js';
 import { NodeSet, type NodeRepairStatus, type NodeStatus } from './nodes/node-set.js';
-import { NODE_STATE_CHANNEL, type NodeStateEvent } from './nodes/node-events.js';
 import type { RepairProgress } from './nodes/repair.js';
 import {
   integer,
   MAX_TIMER_MS,
   resolveOptions,
-  smallestUsableTtlMs,
   type CoordinatorOptions,
   type CoordinatorSettings,
 } from './options.js';
-import { attemptAcquire } from './protocol/acquire-attempt.js';
-import { extendOnQuorum } from './protocol/extend.js';
-import { inspectOnQuorum } from './protocol/inspect.js';
-import { acquireWithin, type AcquireLoopContext } from './protocol/acquire-within.js';
-import type { AttemptReport, AttemptReportOptions, VotesSink } from './lease/attempt-report.js';
-import { releaseVotes } from './protocol/node-votes.js';
+import { LeaseProtocol } from './protocol/lease-protocol.js';
 import { Releaser } from './protocol/release.js';
-import { createLeaseSigner, type LeaseSigner } from './signing/lease-signer.js';
-import { resourceKeys, resourceNameClash, type ResourceKeys } from './redlock/keys.js';
-import { monotonicNow } from './redlock/validity.js';
-import { TokenProposer } from './tokens/proposal.js';
 import { ReleaseNotifier } from './protocol/waiters.js';
+import { createLeaseSigner } from './signing/lease-signer.js';
+import { TokenProposer } from './tokens/proposal.js';
 
 export type { AcquireOptions, NodeStatus, NodeRepairStatus, RepairProgress };
+export type { CoordinatorEvents, NodeErrorEvent, RepairProgressEvent } from './events/coordinator-events.js';
 export type {
   AttemptReport,
   AttemptReportOptions,
@@ -63,34 +49,8 @@ export type {
  */
 export interface CoordinatorAcquireOptions extends AcquireOptions, AttemptReportOptions {}
 
+/** The options of `tryAcquire`: those of `acquire` without `waitMs` (it makes one attempt and never waits). */
 export type TryAcquireOptions = Omit<CoordinatorAcquireOptions, 'waitMs'>;
-
-/** Payload of the `nodeError` event: a call to one node failed (timeout, connection, malformed reply, ...). */
-export interface NodeErrorEvent {
-  node: number;
-  address: string;
-  operation: string;
-  error: unknown;
-}
-
-/** Payload of the `repairProgress` event: a repair this coordinator runs took a step (DESIGN §3). */
-export interface RepairProgressEvent {
-  node: number;
-  address: string;
-  /** The step: its phase, registers copied so far, and the same in words. */
-  repair: NodeRepairStatus;
-}
-
-export interface CoordinatorEvents {
-  nodeError: [NodeErrorEvent];
-  repairProgress: [RepairProgressEvent];
-  nodeState: [NodeStateEvent];
-}
-
-/** Where node state changes are published, besides the `nodeState` event (`node:diagnostics_channel`). */
-const nodeStateChannel = channel(NODE_STATE_CHANNEL);
-
-const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
 
 /**
  * Grants Redlock leases over N independent Redis masters, each with a fencing token from a quorum
@@ -101,7 +61,7 @@ const LEASE_ID = /^[A-Za-z0-9_-]{16,128}$/;
  * `fenced:node` diagnostics channel ({@link NODE_STATE_CHANNEL}, `node:diagnostics_channel`). A node refused as
  * unsafe while nobody listens to either is also said once by `process.emitWarning` (code `FENCED_UNSAFE_NODE`).
  */
-export class Coordinator extends EventEmitter<CoordinatorEvents> implements LeaseOperations {
+export class Coordinator extends EventEmitter<CoordinatorEvents> {
   readonly quorum: number;
   readonly nodeCount: number;
 
@@ -114,57 +74,34 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   }
 
   private readonly nodes: NodeSet;
-  private readonly proposer = new TokenProposer();
-  private readonly releaser: Releaser;
-  private readonly notifier: ReleaseNotifier;
   private readonly closing = new AbortController();
-  /** Signs every lease when `signingKey` is set (DESIGN §4b); built before any connection exists. */
-  private readonly signer: LeaseSigner | undefined;
-  /** Watches of leases this coordinator granted that hold a timer (a keeper, an expiry timer): close() stops them. */
-  private readonly watches = new Set<LeaseWatch>();
+  /** Every step below the verbs: acquire, extend, release, inspect, and the leases' own extend and release. */
+  private readonly leases: LeaseProtocol;
 
   constructor(options: CoordinatorOptions) {
     super();
     const settings = resolveOptions(options);
-    this.signer = createLeaseSigner(options.signingKey);
-    const unsafeWarned = new Set<number>();
+    // Built before any connection exists: a bad key fails the constructor, not the first grant (DESIGN §4b).
+    const signer = createLeaseSigner(options.signingKey);
+    const events = coordinatorEventSinks(this, (node) => this.nodes?.nodes[node]?.address);
     this.nodes = new NodeSet(
       (options as { nodes?: unknown }).nodes,
       settings,
-      (i, operation, error) => this.reportNodeError(i, operation, error),
+      events.nodeError,
       this.closing.signal,
-      (node, repair) =>
-        this.emit('repairProgress', {
-          node,
-          address: this.nodes?.nodes[node]?.address ?? `node ${node}`,
-          repair,
-        }),
-      (event) => {
-        this.emit('nodeState', event);
-        if (nodeStateChannel.hasSubscribers) nodeStateChannel.publish(event);
-        // A node refused as unsafe makes the coordinator refuse to start or to count it: say so once even when
-        // nobody listens to either, rather than only through a QuorumUnavailableError later.
-        else if (
-          event.change === 'unsafe' &&
-          !event.accepted &&
-          event.node !== null &&
-          this.listenerCount('nodeState') === 0 &&
-          !unsafeWarned.has(event.node)
-        ) {
-          unsafeWarned.add(event.node);
-          process.emitWarning(
-            `fenced: node ${event.node} (${event.address}) refused: ${event.settings?.join('; ')} — it could lose fencing tokens; fix its configuration (or set unsafeAllowUnsafeNodes for development only)`,
-            { code: 'FENCED_UNSAFE_NODE' },
-          );
-        }
-      },
+      events.repairProgress,
+      events.nodeState,
     );
     this.nodeCount = this.nodes.nodes.length;
     this.quorum = this.nodes.quorum;
-    this.releaser = new Releaser(this.nodes);
-    this.notifier = new ReleaseNotifier(this.nodes.nodes, this.nodes.probeTimeoutMs, (i, operation, error) =>
-      this.reportNodeError(i, operation, error),
-    );
+    this.leases = new LeaseProtocol({
+      nodes: this.nodes,
+      proposer: new TokenProposer(),
+      releaser: new Releaser(this.nodes),
+      notifier: new ReleaseNotifier(this.nodes.nodes, this.nodes.probeTimeoutMs, events.nodeError),
+      signer,
+      closed: this.closing.signal,
+    });
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -210,20 +147,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     resource: string | readonly string[],
     options: CoordinatorAcquireOptions,
   ): Promise<Lease | MultiLease> {
-    if (Array.isArray(resource)) return this.acquireMany(resource, options, true);
-    return this.acquireOne(resource as string, options);
-  }
-
-  private async acquireOne(resource: string, options: CoordinatorAcquireOptions): Promise<Lease> {
-    const { ttlMs, waitMs, signal, watch, onAttempt } = this.validateAcquire(resource, options, true);
-    const lease = await this.acquireWithin(resource, ttlMs, waitMs, signal, watch, onAttempt);
-    if (lease === null) {
-      throw new LockedError(
-        resource,
-        `resource is locked by another holder (not granted within ${waitMs} ms)`,
-      );
-    }
-    return lease;
+    // Not `null`: an acquire that may wait throws LockedError when not granted.
+    return (await this.leases.acquire(validateAcquire(this.settings, resource, options, true)))!;
   }
 
   /**
@@ -237,9 +162,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     resource: string | readonly string[],
     options: TryAcquireOptions,
   ): Promise<Lease | MultiLease | null> {
-    if (Array.isArray(resource)) return this.acquireMany(resource, options, false);
-    const { ttlMs, signal, watch, onAttempt } = this.validateAcquire(resource as string, options, false);
-    return this.acquireWithin(resource as string, ttlMs, 0, signal, watch, onAttempt);
+    return this.leases.acquire(validateAcquire(this.settings, resource, options, false));
   }
 
   /**
@@ -266,10 +189,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new InvalidRequestError('using needs a function to run under the lease');
-    const kept = { ...options, autoExtend: true };
-    const lease: Lease | MultiLease = Array.isArray(resource)
-      ? await this.acquireMany(resource, kept, true)
-      : await this.acquireOne(resource as string, kept);
+    const kept = validateAcquire(this.settings, resource, { ...options, autoExtend: true }, true);
+    const lease = (await this.leases.acquire(kept))!;
     const signal =
       options.signal === undefined ? lease.signal : AbortSignal.any([lease.signal, options.signal]);
     try {
@@ -297,12 +218,10 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
     leaseId: string,
     ttlMs: number,
   ): Promise<Lease | MultiLease> {
-    if (Array.isArray(resource)) return this.extendMany(resource, leaseId, ttlMs);
-    this.validateResource(resource);
-    this.validateLeaseId(leaseId);
-    this.validateTtl(ttlMs);
-    const grant = await this.extendLease(resource as string, leaseId, ttlMs, undefined);
-    return this.leaseOf(resource as string, leaseId, grant);
+    const names = validateResources(this.settings, resource);
+    validateLeaseId(leaseId);
+    validateTtl(this.settings, ttlMs);
+    return this.leases.extend(names, leaseId, ttlMs);
   }
 
   /**
@@ -313,18 +232,14 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   /** Releases every resource of a multi-resource lease by id, in parallel; the first failure is thrown. */
   async release(resources: readonly string[], leaseId: string): Promise<void>;
   async release(resource: string | readonly string[], leaseId: string): Promise<void> {
-    const names: readonly string[] = Array.isArray(resource)
-      ? validateResourceList(resource, this.validateResource)
-      : [this.validateResource(resource)];
-    this.validateLeaseId(leaseId);
-    await releaseEvery(names, (name) => this.releaseLease(name, leaseId));
+    const names = validateResources(this.settings, resource);
+    validateLeaseId(leaseId);
+    await this.leases.release(names, leaseId);
   }
 
   /** Whether a majority of nodes holds a lease on the resource, and its token. Never returns a lease id. */
   async inspect(resource: string): Promise<{ held: boolean; token?: bigint }> {
-    this.validateResource(resource);
-    await this.nodes.started();
-    return inspectOnQuorum(this.nodes, this.keysOf(resource));
+    return this.leases.inspect(validateResource(this.settings, resource));
   }
 
   /** Probes every node now (for `/readyz`): one entry per node, in node order. */
@@ -369,306 +284,11 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> implements Leas
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
     this.closing.abort(new CoordinatorClosedError());
-    closeAllWatches(this.watches, new CoordinatorClosedError());
-    this.releaser.close();
-    await this.notifier.close();
+    await this.leases.close();
     await this.nodes.close();
-  }
-
-  // ---------------------------------------------------------------------------------------------------------
-  // LeaseOperations: what a Lease calls back
-
-  /** @internal Compare-and-extend on a majority, finishing before `validUntil` when it is known. */
-  async extendLease(
-    resource: string,
-    leaseId: string,
-    ttlMs: number,
-    validUntil: number | undefined,
-    onVotes?: VotesSink,
-  ): Promise<LeaseGrant> {
-    this.validateTtl(ttlMs);
-    await this.nodes.started();
-    this.throwIfClosed();
-    return extendOnQuorum(
-      this.nodes,
-      this.releaser,
-      { resource, keys: this.keysOf(resource), leaseId, ttlMs, validUntil },
-      onVotes,
-    );
-  }
-
-  /** @internal Compare-and-delete everywhere; success once a majority confirmed it does not hold the lease. */
-  async releaseLease(resource: string, leaseId: string, onVotes?: VotesSink): Promise<void> {
-    await this.nodes.started();
-    const keys = this.keysOf(resource);
-    const releasing = this.releaser.everywhere(keys, leaseId);
-    this.notifier.released(keys.channel, leaseId);
-    const replies = await releasing;
-    onVotes?.(replies.settled.then((settled) => releaseVotes(resource, settled)));
-    if (replies.outcome === 'lost') {
-      throw this.nodes.unavailable(
-        'could not confirm the release on a majority of nodes; it is retried in the background, and the lease ' +
-          'expires by itself within its ttl',
-        replies.replies,
-      );
-    }
-  }
-
-  /**
-   * The wait loop of a one-resource acquire (protocol/acquire-within.ts, a set of one): the lease, or `null`
-   * when it was not granted within `waitMs`.
-   */
-  private async acquireWithin(
-    resource: string,
-    ttlMs: number,
-    waitMs: number,
-    signal: AbortSignal | undefined,
-    watch: LeaseWatchOptions = {},
-    onAttempt?: (report: AttemptReport) => void,
-  ): Promise<Lease | null> {
-    this.throwIfClosed(); // at once: a closed coordinator's connections would only time out
-    await this.nodes.started();
-    signal?.throwIfAborted();
-    this.throwIfClosed();
-    // One id for every attempt of this acquire: a vote left by an earlier attempt is then a vote for us.
-    const leaseId = newLeaseId();
-    const outcome = await acquireWithin(this.acquireLoopContext(), {
-      resources: [resource],
-      leaseId,
-      ttlMs,
-      waitMs,
-      signal,
-      onAttempt,
-    });
-    if (outcome.kind !== 'granted') return null;
-    return this.leaseOf(resource, leaseId, outcome.grants.get(resource)!, watch);
-  }
-
-  /** Validates, then runs the multi-resource rounds (protocol/acquire-within.ts); `null` when not granted. */
-  private async acquireMany(
-    resources: readonly string[],
-    options: CoordinatorAcquireOptions | TryAcquireOptions,
-    allowWait: true,
-  ): Promise<MultiLease>;
-  private async acquireMany(
-    resources: readonly string[],
-    options: CoordinatorAcquireOptions | TryAcquireOptions,
-    allowWait: false,
-  ): Promise<MultiLease | null>;
-  private async acquireMany(
-    resources: readonly string[],
-    options: CoordinatorAcquireOptions | TryAcquireOptions,
-    allowWait: boolean,
-  ): Promise<MultiLease | null> {
-    const names = validateResourceList(resources, this.validateResource);
-    const { ttlMs, waitMs, signal, watch, onAttempt } = this.validateAcquire(names[0]!, options, allowWait);
-    this.throwIfClosed(); // at once: a closed coordinator's connections would only time out
-    await this.nodes.started();
-    signal?.throwIfAborted();
-    this.throwIfClosed();
-    const leaseId = newLeaseId();
-    const outcome = await acquireWithin(this.acquireLoopContext(), {
-      resources: names,
-      leaseId,
-      ttlMs,
-      waitMs,
-      signal,
-      onAttempt,
-    });
-    if (outcome.kind === 'granted') {
-      const signer = this.signer;
-      const proofs =
-        signer === undefined
-          ? undefined
-          : new Map([...outcome.grants].map(([r, grant]) => [r, signer.sign(r, grant.token, leaseId)]));
-      return new GrantedMultiLease(this, leaseId, outcome.grants, proofs, {
-        context: this.watchContext(),
-        options: watch,
-      });
-    }
-    if (!allowWait) return null;
-    throw new LockedError(
-      outcome.resource,
-      `resource is locked by another holder (not granted within ${waitMs} ms; ${names.length} resources requested)`,
-    );
-  }
-
-  /** Extend by id of a set: every resource against no deadline (the service does not know the lease's). */
-  private async extendMany(
-    resources: readonly string[],
-    leaseId: string,
-    ttlMs: number,
-  ): Promise<MultiLease> {
-    const names = validateResourceList(resources, this.validateResource);
-    this.validateLeaseId(leaseId);
-    this.validateTtl(ttlMs);
-    const results = await Promise.allSettled(
-      names.map((name) => this.extendLease(name, leaseId, ttlMs, undefined)),
-    );
-    const lost = results.find(
-      (r): r is PromiseRejectedResult => r.status === 'rejected' && r.reason instanceof LeaseLostError,
-    );
-    if (lost !== undefined) {
-      // One resource gone means the set is gone: free the others now rather than at their ttl.
-      releaseEvery(names, (name) => this.releaseLease(name, leaseId)).catch(() => undefined);
-      throw lost.reason;
-    }
-    const grants = new Map<string, LeaseGrant>();
-    results.forEach((result, i) => {
-      if (result.status === 'rejected') throw result.reason;
-      grants.set(names[i]!, result.value);
-    });
-    const signer = this.signer;
-    const proofs =
-      signer === undefined
-        ? undefined
-        : new Map([...grants].map(([r, grant]) => [r, signer.sign(r, grant.token, leaseId)]));
-    return new GrantedMultiLease(this, leaseId, grants, proofs);
-  }
-
-  private acquireLoopContext(): AcquireLoopContext {
-    return {
-      minValidityMs: this.settings.minValidityMs,
-      retryDelayMs: this.settings.retryDelayMs,
-      now: monotonicNow,
-      keysOf: (resource) => this.keysOf(resource),
-      attempt: (resource, keys, leaseId, ttlMs) => this.attempt(resource, keys, leaseId, ttlMs),
-      undo: (keys, leaseId) => this.releaser.undoAttempt(keys, leaseId),
-      subscribe: (channel, maxWaitMs, leaseId) => this.notifier.subscribe(channel, maxWaitMs, leaseId),
-      jitter: () => this.jitter(),
-      sleep: (ms) => sleep(ms),
-      throwIfClosed: () => this.throwIfClosed(),
-    };
-  }
-
-  private attempt(resource: string, keys: ResourceKeys, leaseId: string, ttlMs: number) {
-    return attemptAcquire(
-      this.nodes,
-      { proposer: this.proposer, releaser: this.releaser, jitter: () => this.jitter() },
-      { resource, keys, leaseId, ttlMs },
-    );
-  }
-
-  // ---------------------------------------------------------------------------------------------------------
-  // Small helpers
-
-  /** A Lease for a grant, with its proof when this coordinator signs (DESIGN §4b). */
-  private leaseOf(
-    resource: string,
-    leaseId: string,
-    grant: LeaseGrant,
-    watch: LeaseWatchOptions = {},
-  ): GrantedLease {
-    return new GrantedLease(
-      this,
-      resource,
-      leaseId,
-      grant,
-      this.signer?.sign(resource, grant.token, leaseId),
-      {
-        context: this.watchContext(),
-        options: watch,
-      },
-    );
-  }
-
-  private watchContext(): { retryDelayMs: number; live: Set<LeaseWatch> } {
-    return { retryDelayMs: this.settings.retryDelayMs, live: this.watches };
-  }
-
-  private keysOf(resource: string): ResourceKeys {
-    return resourceKeys(this.settings.keyPrefix, resource, this.settings.keyLayout);
-  }
-
-  /** A valid resource name that is not inside this coordinator's own namespace in the `'redlock'` key layout. */
-  private readonly validateResource = (resource: unknown): string => {
-    const name = validateResourceName(resource);
-    if (resourceNameClash(this.settings.keyPrefix, name, this.settings.keyLayout)) {
-      throw new InvalidRequestError(
-        `resource must not start with "${this.settings.keyPrefix}:" under keyLayout 'redlock' (the lease key is the ` +
-          `resource name itself, and that namespace holds the coordinator's own keys), got "${name.slice(0, 80)}" (string)`,
-      );
-    }
-    return name;
-  };
-
-  private reportNodeError(node: number, operation: string, error: unknown): void {
-    const address = this.nodes?.nodes[node]?.address ?? `node ${node}`;
-    this.emit('nodeError', { node, address, operation, error });
-  }
-
-  private jitter(): number {
-    return Math.random() * this.settings.retryJitterMs;
   }
 
   private throwIfClosed(): void {
     if (this.closing.signal.aborted) throw new CoordinatorClosedError();
   }
-
-  private validateAcquire(
-    resource: string,
-    options: CoordinatorAcquireOptions | TryAcquireOptions,
-    allowWait: boolean,
-  ): {
-    ttlMs: number;
-    waitMs: number;
-    signal: AbortSignal | undefined;
-    watch: LeaseWatchOptions;
-    onAttempt: ((report: AttemptReport) => void) | undefined;
-  } {
-    this.validateResource(resource);
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidRequestError('acquire options must be an object with ttlMs');
-    }
-    rejectMisnamedOptions('acquire', options, ACQUIRE_OPTION_NAMES);
-    this.validateTtl(options.ttlMs);
-    const rawWait: unknown = (options as AcquireOptions).waitMs;
-    if (!allowWait && rawWait !== undefined)
-      throw new InvalidRequestError('tryAcquire does not wait: drop waitMs');
-    const waitMs = rawWait === undefined ? 0 : integer('waitMs', rawWait, { min: 0, max: MAX_TIMER_MS });
-    const signal: unknown = options.signal;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw new InvalidRequestError('signal must be an AbortSignal');
-    }
-    const { autoExtend, onLost } = options as { autoExtend?: unknown; onLost?: unknown };
-    if (autoExtend !== undefined && typeof autoExtend !== 'boolean') {
-      throw new InvalidRequestError('autoExtend must be true or false');
-    }
-    if (onLost !== undefined && typeof onLost !== 'function') {
-      throw new InvalidRequestError('onLost must be a function');
-    }
-    const onAttempt: unknown = options.onAttempt;
-    if (onAttempt !== undefined && typeof onAttempt !== 'function') {
-      throw new InvalidRequestError(
-        `onAttempt must be a function (or left out), got ${onAttempt === null ? 'null' : typeof onAttempt}`,
-      );
-    }
-    return {
-      ttlMs: options.ttlMs,
-      waitMs,
-      signal,
-      watch: { autoExtend: autoExtend === true, ...(onLost ? { onLost: options.onLost! } : {}) },
-      onAttempt: options.onAttempt,
-    };
-  }
-
-  private validateTtl(ttlMs: unknown): asserts ttlMs is number {
-    integer('ttlMs', ttlMs, { min: smallestUsableTtlMs(this.settings), max: this.settings.maxTtlMs });
-  }
-
-  private validateLeaseId(leaseId: unknown): asserts leaseId is string {
-    if (typeof leaseId !== 'string' || !LEASE_ID.test(leaseId)) {
-      throw new InvalidRequestError('leaseId must be 16 to 128 characters of base64url (A-Z a-z 0-9 _ -)');
-    }
-  }
-}
-
-/** The acquire options: a key that only looks like one of them (`ttl`, `waitms`) is refused with the name meant. */
-const ACQUIRE_OPTION_NAMES = ['ttlMs', 'waitMs', 'signal', 'autoExtend', 'onLost', 'onAttempt'] as const;
-
-/** Runs `release` for every resource in parallel (nothing waits while holding); the first failure is thrown. */
-async function releaseEvery(resources: readonly string[], release: (resource: string) => Promise<void>) {
-  const results = await Promise.allSettled(resources.map(release));
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed !== undefined) throw failed.reason;
 }

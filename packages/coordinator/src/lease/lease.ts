@@ -49,7 +49,7 @@ export interface LeaseGrant {
   readonly validUntil: number;
 }
 
-/** The coordinator operations a lease needs; the lease never talks to Redis itself. */
+/** The operations a lease needs (protocol/lease-protocol.ts); the lease never talks to Redis itself. */
 export interface LeaseOperations {
   extendLease(
     resource: string,

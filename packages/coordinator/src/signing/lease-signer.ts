@@ -3,10 +3,10 @@
  * the key id, the resource, the token and the sha256 of the lease id, in the v1 format of `@fenced/shared`
  * (`proof.ts`), which the guarded store verifies with the same codec.
  *
- * Why it is safe to sign here: a proof is made only for a grant a majority promised (the coordinator calls
- * `sign` where it builds the lease, after the quorum), so a store that verifies proofs accepts exactly the
- * (resource, token, lease) triples the coordinator handed out. A client can no longer raise a fence with a
- * token it made up (test/fault/forged-tokens.test.ts fails when the store skips verification).
+ * Why it is safe to sign here: a proof is made only for a grant a majority promised (`sign` is called in one
+ * place, where protocol/lease-protocol.ts builds the lease, after the quorum), so a store that verifies proofs
+ * accepts exactly the (resource, token, lease) triples the coordinator handed out. A client can no longer raise a
+ * fence with a token it made up (test/fault/forged-tokens.test.ts fails when the store skips verification).
  */
 import type { KeyObject } from 'node:crypto';
 import { inspect } from 'node:util';

@@ -4,6 +4,7 @@ import type { Coordinator } from '@fenced/coordinator';
 import { CoordinatorClosedError, type Lease, type MultiLease } from '@fenced/coordinator';
 import { LeaseLostError } from '@fenced/shared';
 import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
+import type { LeaseProtocol } from '../../../../packages/coordinator/src/protocol/lease-protocol.js';
 import {
   eventually,
   startCoordinatorFixture,
@@ -44,11 +45,15 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-/** Counts the extensions a coordinator sends (every keeper extends through `extendLease`). */
+/**
+ * Counts the extensions a coordinator sends: every keeper extends through `extendLease` of the steps its leases
+ * were granted by (the coordinator's private `leases`).
+ */
 function countExtensions(c: Coordinator): { readonly count: number } {
   const counter = { count: 0 };
-  const extendLease = c.extendLease.bind(c);
-  c.extendLease = (...args) => {
+  const steps = (c as unknown as { leases: LeaseProtocol }).leases;
+  const extendLease = steps.extendLease.bind(steps);
+  steps.extendLease = (...args) => {
     counter.count++;
     return extendLease(...args);
   };
