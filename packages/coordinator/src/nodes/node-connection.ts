@@ -34,10 +34,9 @@ import {
 } from '../scripts/script-results.js';
 import { isNoScriptError, loadScripts, runScript } from '../scripts/scripts.js';
 import { ScriptBatcher } from '../scripts/script-batcher.js';
+import { repairRaiseCall, scriptKeys } from '../scripts/script-keys.js';
 import {
-  freshMarkKey,
   keyLayoutOf,
-  leaseKeyOfRecord,
   nodeStateKeys,
   resourceKeyPattern,
   tokenKeyPattern,
@@ -349,11 +348,12 @@ export class NodeConnection implements ProtocolNode {
   ): Promise<AcquireReply> {
     const scope = this.scopes.of(keys.record);
     return this.scopeBatcher('acquire', scope, this.acquires)
-      .call(
-        timeoutMs,
-        [keys.lease, keys.record, keys.token],
-        [leaseId, ttlMs, proposal.toString(), this.scopes.epochOf(scope)],
-      )
+      .call(timeoutMs, scriptKeys.acquireItem(keys), [
+        leaseId,
+        ttlMs,
+        proposal.toString(),
+        this.scopes.epochOf(scope),
+      ])
       .then((reply) => this.learn(scope, reply));
   }
 
@@ -389,11 +389,10 @@ export class NodeConnection implements ProtocolNode {
     // release run first and its acquire then leave a key behind. Send those acquires now.
     const acquires = this.acquires.get(scope);
     if (acquires?.pending === true) acquires.flush();
-    return this.scopeBatcher('release', scope, this.releases).call(
-      timeoutMs,
-      [keys.lease, keys.record],
-      [leaseId, keys.channel],
-    );
+    return this.scopeBatcher('release', scope, this.releases).call(timeoutMs, scriptKeys.releaseItem(keys), [
+      leaseId,
+      keys.channel,
+    ]);
   }
 
   /** A later token round (promise.lua). */
@@ -405,12 +404,13 @@ export class NodeConnection implements ProtocolNode {
   ): Promise<PromiseReply> {
     const scope = this.scopes.of(keys.record);
     const k = this.scopes.keysOf(scope);
-    return this.script(
-      'promise',
-      timeoutMs,
-      [k.incarnation, k.floor, k.seal, k.settings, keys.record, keys.token],
-      [leaseId, proposal.toString(), this.scopes.epochOf(scope), keyLayoutOf(keys), this.nodeCount],
-    ).then((reply) => this.learn(scope, reply));
+    return this.script('promise', timeoutMs, scriptKeys.promise(k, keys), [
+      leaseId,
+      proposal.toString(),
+      this.scopes.epochOf(scope),
+      keyLayoutOf(keys),
+      this.nodeCount,
+    ]).then((reply) => this.learn(scope, reply));
   }
 
   /** Compare-and-extend (extend.lua). */
@@ -422,12 +422,11 @@ export class NodeConnection implements ProtocolNode {
   ): Promise<ExtendReply> {
     const scope = this.scopes.of(keys.record);
     const k = this.scopes.keysOf(scope);
-    return this.script(
-      'extend',
-      timeoutMs,
-      [k.incarnation, k.settings, keys.lease, keys.record],
-      [leaseId, ttlMs, this.nodeCount],
-    ).then((reply) => this.learn(scope, reply));
+    return this.script('extend', timeoutMs, scriptKeys.extend(k, keys), [
+      leaseId,
+      ttlMs,
+      this.nodeCount,
+    ]).then((reply) => this.learn(scope, reply));
   }
 
   /** This node's view of a lease (inspect.lua). */
@@ -436,12 +435,9 @@ export class NodeConnection implements ProtocolNode {
     keys: { readonly lease: string; readonly record: string },
   ): Promise<InspectReply> {
     const scope = this.scopes.of(keys.record);
-    return this.script(
-      'inspect',
-      timeoutMs,
-      [this.scopes.keysOf(scope).incarnation, keys.lease, keys.record],
-      [],
-    ).then((reply) => this.learn(scope, reply));
+    return this.script('inspect', timeoutMs, scriptKeys.inspect(this.scopes.keysOf(scope), keys), []).then(
+      (reply) => this.learn(scope, reply),
+    );
   }
 
   /** Claims or renews this node's repair marker (repair-marker.lua). */
@@ -452,12 +448,11 @@ export class NodeConnection implements ProtocolNode {
     markerTtlMs: number,
   ): Promise<RepairMarkerReply> {
     const k = this.stateKeys;
-    return this.script(
-      'repair-marker',
-      timeoutMs,
-      [k.incarnation, k.repair, k.floor, k.seal, k.settings],
-      [operation, repairId, markerTtlMs],
-    );
+    return this.script('repair-marker', timeoutMs, scriptKeys['repair-marker'](k), [
+      operation,
+      repairId,
+      markerTtlMs,
+    ]);
   }
 
   /**
@@ -472,12 +467,13 @@ export class NodeConnection implements ProtocolNode {
     seal: string,
   ): Promise<RepairReadReply> {
     const k = this.stateKeys;
-    return this.script(
-      'repair-read',
-      timeoutMs,
-      [k.incarnation, k.repair, k.floor, k.seal, k.settings],
-      [cursor, count, resourceKeyPattern(this.prefix), incarnation, seal],
-    ).then((reply) => {
+    return this.script('repair-read', timeoutMs, scriptKeys['repair-read'](k), [
+      cursor,
+      count,
+      resourceKeyPattern(this.prefix),
+      incarnation,
+      seal,
+    ]).then((reply) => {
       // This process sealed the node: its own later rounds begin after the seal and carry the new epoch.
       if (reply.kind === 'read' && seal !== '') this.sealEpoch = seal;
       return reply;
@@ -495,18 +491,7 @@ export class NodeConnection implements ProtocolNode {
     registers: readonly (readonly [string, bigint])[],
     leases: readonly (readonly [string, string, number])[] = [],
   ): Promise<RepairRaiseReply> {
-    const keys = [this.stateKeys.repair, this.stateKeys.floor];
-    const args: (string | number)[] = [repairId, floor.toString(), registers.length];
-    for (const [key, value] of registers) {
-      keys.push(key);
-      args.push(value.toString());
-    }
-    // Each live lease as its record (the key a repair read, `<leaseId>|<token>`) and its lease key (the same key
-    // in the 'fenced' layout, the resource name in the 'redlock' layout: redlock/keys.ts).
-    for (const [record, value, pttlMs] of leases) {
-      keys.push(record, leaseKeyOfRecord(this.prefix, record));
-      args.push(value, pttlMs);
-    }
+    const { keys, args } = repairRaiseCall(this.stateKeys, this.prefix, repairId, floor, registers, leases);
     return this.script('repair-raise', timeoutMs, keys, args);
   }
 
@@ -522,12 +507,12 @@ export class NodeConnection implements ProtocolNode {
     settings: Readonly<Record<string, string>>,
   ): Promise<FinishRepairReply> {
     const k = this.stateKeys;
-    return this.script(
-      'finish-repair',
-      timeoutMs,
-      [k.incarnation, k.repair, k.seal, k.settings, k.floor],
-      [repairId, incarnation, sealEpoch, ...Object.entries(settings).flat()],
-    ).then((reply) => {
+    return this.script('finish-repair', timeoutMs, scriptKeys['finish-repair'](k), [
+      repairId,
+      incarnation,
+      sealEpoch,
+      ...Object.entries(settings).flat(),
+    ]).then((reply) => {
       if (reply.kind === 'finished') this.sealEpoch = sealEpoch;
       return reply;
     });
@@ -539,12 +524,10 @@ export class NodeConnection implements ProtocolNode {
     operation: 'get' | 'record' | 'set',
     fields: Readonly<Record<string, string>> = {},
   ): Promise<SettingsReply> {
-    return this.script(
-      'settings',
-      timeoutMs,
-      [this.stateKeys.incarnation, this.stateKeys.settings],
-      [operation, ...Object.entries(fields).flat()],
-    );
+    return this.script('settings', timeoutMs, scriptKeys.settings(this.stateKeys), [
+      operation,
+      ...Object.entries(fields).flat(),
+    ]);
   }
 
   /** One step of a fresh-cluster initialization (fresh-init.lua; the argument is in nodes/fresh-cluster.ts). */
@@ -556,12 +539,12 @@ export class NodeConnection implements ProtocolNode {
     settings: Readonly<Record<string, string>> = {},
   ): Promise<FreshInitReply> {
     const k = this.stateKeys;
-    return this.script(
-      'fresh-init',
-      timeoutMs,
-      [k.incarnation, freshMarkKey(k.fresh, nonce), k.settings, k.floor, k.seal],
-      [step, nonce, argument, ...(step === 'init' ? Object.entries(settings).flat() : [])],
-    );
+    return this.script('fresh-init', timeoutMs, scriptKeys['fresh-init'](k, nonce), [
+      step,
+      nonce,
+      argument,
+      ...(step === 'init' ? Object.entries(settings).flat() : []),
+    ]);
   }
 
   /** One SCAN step of a fold pass (fold.lua). */
@@ -572,12 +555,13 @@ export class NodeConnection implements ProtocolNode {
     minIdleSeconds: number,
     passIntervalMs: number,
   ): Promise<FoldReply> {
-    return this.script(
-      'fold',
-      timeoutMs,
-      [this.stateKeys.incarnation, this.stateKeys.floor, this.stateKeys.fold],
-      [cursor, count, tokenKeyPattern(this.prefix), minIdleSeconds, passIntervalMs],
-    );
+    return this.script('fold', timeoutMs, scriptKeys.fold(this.stateKeys), [
+      cursor,
+      count,
+      tokenKeyPattern(this.prefix),
+      minIdleSeconds,
+      passIntervalMs,
+    ]);
   }
 
   /** The batcher of `name` for one scope, made at its first call. */
@@ -591,7 +575,7 @@ export class NodeConnection implements ProtocolNode {
       const k = this.scopes.keysOf(scope);
       batcher = new ScriptBatcher(
         name,
-        name === 'acquire' ? [k.incarnation, k.floor, k.seal, k.settings] : [],
+        name === 'acquire' ? scriptKeys.acquire(k) : [],
         (keys, args) => this.runScript(name, keys, args),
         `node ${this.index} ${name}`,
         (error) => this.reportError(this.index, name, error),

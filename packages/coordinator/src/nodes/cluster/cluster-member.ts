@@ -71,6 +71,7 @@ import {
   type CheckedSetting,
 } from '../node-check.js';
 import { clientAddress } from '../node-address.js';
+import { scriptKeys } from '../../scripts/script-keys.js';
 import { clusterClientOf } from './cluster-client.js';
 import {
   parseClusterSlots,
@@ -280,7 +281,7 @@ export class ClusterMember extends NodeConnection {
         'settings',
         timeoutMs,
         'settings',
-        (k) => [k.incarnation, k.settings],
+        scriptKeys.settings,
         () => ['get'],
         (raw) => interpretReply('settings', raw),
         slots.slice(0, 1),
@@ -291,7 +292,7 @@ export class ClusterMember extends NodeConnection {
       'settings',
       timeoutMs,
       'settings',
-      (k) => [k.incarnation, k.settings],
+      scriptKeys.settings,
       () => args,
       (raw) => interpretReply('settings', raw),
       operation === 'get' ? slots.slice(0, 1) : slots,
@@ -393,7 +394,7 @@ export class ClusterMember extends NodeConnection {
         'fresh-init',
         timeoutMs,
         'fresh-init',
-        (k) => [k.incarnation, freshMarkKey(k.fresh, nonce), k.settings, k.floor, k.seal],
+        (k) => scriptKeys['fresh-init'](k, nonce),
         () => [step, nonce, argument, ...fields],
         (raw) => interpretReply('fresh-init', raw),
         rest,
@@ -446,7 +447,7 @@ export class ClusterMember extends NodeConnection {
       'repair-read',
       Math.max(10_000, timeoutMs * 10),
       'repair-read-slot',
-      (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
+      scriptKeys['repair-read'],
       (slot) => [slot, this.resourceKeyStart(), seal],
       (raw) => interpretReply('repair-read-slot', raw),
     );
@@ -519,7 +520,7 @@ export class ClusterMember extends NodeConnection {
     const replies = await Promise.all(
       [...bySlot].map(([slot, registers]) => {
         const k = this.scopes.keysOf(slot);
-        return this.script('fold-slot', timeoutMs, [k.incarnation, k.floor, ...registers], [minIdleSeconds]);
+        return this.script('fold-slot', timeoutMs, scriptKeys['fold-slot'](k, registers), [minIdleSeconds]);
       }),
     );
     let folded = 0;

@@ -32,9 +32,9 @@
  * checker must see tokens go backwards).
  */
 import { randomUUID } from 'node:crypto';
-import { leaseKeyOfRecord } from '../../redlock/keys.js';
 import { keySlot } from '../../redlock/slots.js';
 import { interpretReply, type RepairReadReply } from '../../scripts/script-results.js';
+import { repairRaiseCall, scriptKeys } from '../../scripts/script-keys.js';
 import { ClusterMember } from './cluster-member.js';
 import type { NodeConnection } from '../node-connection.js';
 import {
@@ -86,7 +86,7 @@ export async function repairEmptySlots(
     'repair-marker',
     bulkTimeout,
     'repair-marker',
-    (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
+    scriptKeys['repair-marker'],
     () => ['claim', repairId, timing.markerTtlMs],
     (raw) => raw,
     empty,
@@ -155,15 +155,7 @@ export async function repairEmptySlots(
           const batch = registers.slice(i, i + timing.batchSize);
           const leaseBatch = i + timing.batchSize >= registers.length ? leases : [];
           // Each live lease as its record and its lease key (one key in the 'fenced' layout; redlock/keys.ts).
-          const keys = [
-            k.repair,
-            k.floor,
-            ...batch.map(([key]) => key),
-            ...leaseBatch.flatMap(([record]) => [record, leaseKeyOfRecord(prefix, record)]),
-          ];
-          const args: (string | number)[] = [repairId, floor.toString(), batch.length];
-          for (const [, value] of batch) args.push(value.toString());
-          for (const [, value, pttl] of leaseBatch) args.push(value, pttl);
+          const { keys, args } = repairRaiseCall(k, prefix, repairId, floor, batch, leaseBatch);
           const raised = await retried(timing, () => target.script('repair-raise', timeout, keys, args));
           if (raised.kind !== 'raised') ok = false;
         }
@@ -176,7 +168,7 @@ export async function repairEmptySlots(
           target.script(
             'finish-repair',
             timeout,
-            [k.incarnation, k.repair, k.seal, k.settings, k.floor],
+            scriptKeys['finish-repair'](k),
             // Stamped with the slot's shard by the script (include/node-state.lua).
             [repairId, `${newId()}@`, seal, ...Object.entries(settings).flat()],
           ),
@@ -236,7 +228,7 @@ async function readClusterSource(
     'repair-read',
     timeoutMs,
     'repair-read-slot',
-    (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
+    scriptKeys['repair-read'],
     (slot) => [slot, prefixOfResources, seals.get(slot)!],
     (raw) => interpretReply('repair-read-slot', raw),
     slots,
@@ -329,7 +321,7 @@ function keepMarkersAlive(
           'repair-renew',
           Math.max(10_000, context.callTimeoutMs * 10),
           'repair-marker',
-          (k) => [k.incarnation, k.repair, k.floor, k.seal, k.settings],
+          scriptKeys['repair-marker'],
           () => ['renew', repairId, timing.markerTtlMs],
           (raw) => raw,
           slots,
