@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import NodeRedlock, { ExecutionError as NodeExecutionError } from 'redlock';
 import FencedRedlock, { ExecutionError, type Lock as FencedLock } from '@fenced/redlock';
-import { Coordinator, type CoordinatorOptions } from '@fenced/coordinator';
+import { ClusterSettingsError, Coordinator, type CoordinatorOptions } from '@fenced/coordinator';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { keysOf, settingsKey } from '../../fixtures/keys.js';
 import { lockValue } from './redlock-fixture.js';
@@ -180,6 +180,23 @@ describe.each([
     const next = await fenced.acquire([name], DURATION);
     expect(next.token! > lease.token).toBe(true);
     await next.release();
+  });
+});
+
+describe("a Redlock that names maxTtlMs on 'fenced' nodes", () => {
+  it("is refused for its 'redlock' layout unless it names keyLayout 'fenced', and then excludes node-redlock", async () => {
+    const set = initializedBy.coordinator;
+    const name = `account:frank-max-${++unique}`;
+    const strict = newWorker(set, { maxTtlMs: 3_600_000 });
+    await expect(strict.coordinator.ready()).rejects.toBeInstanceOf(ClusterSettingsError);
+    const fenced = newWorker(set, { maxTtlMs: 3_600_000, keyLayout: 'fenced' });
+    const old = oldWorker(set);
+    expect(
+      await excludes(
+        () => old.acquire([name], DURATION),
+        () => fenced.acquire([name], DURATION),
+      ),
+    ).toBe(true);
   });
 });
 
