@@ -4,6 +4,7 @@ import NodeRedlock, { ExecutionError as NodeExecutionError } from 'redlock';
 import FencedRedlock, { ExecutionError, type Lock as FencedLock } from '@fenced/redlock';
 import { ClusterSettingsError, Coordinator, type CoordinatorOptions } from '@fenced/coordinator';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
+import { eventually } from '@fenced/test-utils/eventually';
 import { keysOf, settingsKey } from '../../fixtures/keys.js';
 import { lockValue } from './redlock-fixture.js';
 
@@ -220,4 +221,32 @@ describe("negative control: @fenced/redlock without node-redlock's key on 'fence
       ),
     ).toBe(false);
   });
+});
+
+// Last: it flushes a node of the shared set.
+describe("a node of 'fenced' nodes that lost its data while @fenced/redlock holds a lock", () => {
+  it('gets the record back from the repair and node-redlock’s key back from the next extension', async () => {
+    const set = initializedBy.coordinator;
+    const name = `account:frank-repair-${++unique}`;
+    const keys = keysOf(name);
+    const fenced = newWorker(set);
+    const old = oldWorker(set);
+    let lock = await fenced.acquire([name], DURATION);
+    const lost = set.clients[0]!;
+    await lost.flushall();
+    // A call that meets the empty node starts its repair (nodes/repair.ts), which copies the live lease's record.
+    await fenced.coordinator.inspect(name);
+    await eventually(async () => (await lost.get(keys.record)) === `${lock.value}|${lock.token}`, {
+      what: 'the repaired record',
+      timeoutMs: 20_000,
+    });
+    // A repair copies records only: the name is not back yet on that node...
+    expect(await lost.get(name)).toBeNull();
+    // ...until the holder's next extension takes it again there.
+    lock = await lock.extend(DURATION);
+    for (const client of set.clients) expect(await lockValue(client, name)).toBe(lock.value);
+    expect(await refused(() => old.acquire([name], DURATION))).toBe(true);
+    await lock.release();
+    for (const client of set.clients) expect(await client.exists(name, keys.record)).toBe(0);
+  }, 30_000);
 });
