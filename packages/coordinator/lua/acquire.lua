@@ -7,18 +7,21 @@
 -- KEYS[3]      seal epoch       `<prefix>:node:seal` (absent = '')
 -- KEYS[4]      settings         `<prefix>:node:settings` (hash; maxTtlMs bounds the ttl, nodeCount and keyLayout must
 --                                 match the caller's, each when present: include/node-state.lua)
--- KEYS[3i+2]   lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock': the resource name     (i = 1 .. n)
--- KEYS[3i+3]   lease record     `<leaseId>|<token>`: the lease key itself ('fenced') or a key beside it ('redlock')
+-- KEYS[3i+2]   lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock' (or 'fenced' with
+--                                 holdRedlockKey, node-redlock's key): the resource name                     (i = 1 .. n)
+-- KEYS[3i+3]   lease record     `<leaseId>|<token>`: the lease key itself ('fenced') or a key beside it
 -- KEYS[3i+4]   token register   `<prefix>:{<resource>}:token` (or beside the lease key), `cur` as a decimal string
 --              (absent = floor; read as max(register, floor); on a stamped Cluster slot the promise goes to the floor,
 --              the slot's one register: include/node-state.lua)
--- (redlock/keys.ts: in the 'redlock' layout the lease key holds exactly the lease id, as node-redlock's does.)
+-- (redlock/keys.ts: a lease key that is not the record holds exactly the lease id, as node-redlock's does.)
 -- ARGV[4i-3]   lease id (base64url, never contains '|')
 -- ARGV[4i-2]   ttl in milliseconds (integer)
 -- ARGV[4i-1]   proposed token t (canonical decimal string, 1 ..= 2^63-1)
 -- ARGV[4i]     the seal epoch the caller last saw for this node ('' for none)
 -- ARGV[4n+1]   the number of nodes the caller counts its quorum over (decimal)
--- The key layout of item i is the one its keys are in: 'fenced' when KEYS[3i+3] is KEYS[3i+2], else 'redlock'.
+-- The key layout of item i is the one its record is in (include/lease-value.lua, key_layout): 'fenced' when KEYS[3i+3]
+-- is KEYS[3i+2] or ends with its hash tag `}:lease`, else 'redlock'. An item is granted only where both its lease key
+-- and its record are absent or this lease's: a Coordinator holds the record, node-redlock the resource name.
 --
 -- Returns an array of n replies, the i-th for the i-th acquire:
 --   {1, 1}          GRANTED and PROMISED: the record now holds `<leaseId>|<t>` for ttl ms (and a separate lease
@@ -63,7 +66,7 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   if not initialized then
     return {3}
   end
-  local mismatch = settings_mismatch(recorded, node_count, record_key == lease_key and 'fenced' or 'redlock')
+  local mismatch = settings_mismatch(recorded, node_count, key_layout(lease_key, record_key))
   if mismatch ~= nil then
     return mismatch
   end
@@ -84,6 +87,14 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   -- itself). Script time stands still, so a key present for NX is still present for the GET.
   local record = lease_id .. '|' .. proposal
   local value = record_key == lease_key and record or lease_id
+  -- A record of its own is held too (redlock/keys.ts): with node-redlock's key beside a 'fenced' record, a Coordinator
+  -- holds only the record, so it is checked before the lease key is taken.
+  if record_key ~= lease_key then
+    local other = redis.call('GET', record_key)
+    if other ~= false and lease_holder(other) ~= lease_id then
+      return {2, redis.call('PTTL', record_key), cur}
+    end
+  end
   if not redis.call('SET', lease_key, value, 'NX', 'PX', ttl) then
     local held = redis.call('GET', lease_key)
     if held ~= false and lease_holder(held) ~= lease_id then

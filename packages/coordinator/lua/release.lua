@@ -1,9 +1,10 @@
 -- release.lua: compare-and-delete (DESIGN §2.5), then wake the waiters (§2.7), for a batch of n >= 1 releases
 -- on this node in one round trip (the coordinator combines the releases issued together).
 --
--- KEYS[2i-1]   lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock': the resource name
---                                                                                               (i = 1 .. n)
--- KEYS[2i]     lease record     `<leaseId>|<token>`: KEYS[2i-1] itself ('fenced') or a key beside it ('redlock')
+-- KEYS[2i-1]   lease key        layout 'fenced': `<prefix>:{<resource>}:lease`; 'redlock' (or 'fenced' with
+--                                 holdRedlockKey, node-redlock's key): the resource name             (i = 1 .. n)
+-- KEYS[2i]     lease record     `<leaseId>|<token>`: KEYS[2i-1] itself ('fenced') or a key beside it (deleted when it
+--                                 holds the lease id, whatever the lease key holds)
 -- ARGV[2i-1]   lease id
 -- ARGV[2i]     pub/sub channel  `<prefix>:{<resource>}:released`
 --

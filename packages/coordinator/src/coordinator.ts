@@ -16,6 +16,7 @@ import {
   validateResource,
   validateResources,
   validateTtl,
+  type RequestSettings,
 } from './lease/validate-request.js';
 import { NodeSet, type NodeRepairStatus, type NodeStatus } from './nodes/node-set.js';
 import type { RepairProgress } from './nodes/repair.js';
@@ -73,7 +74,17 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return this.nodes.settings;
   }
 
+  /**
+   * The settings a request is checked against (lease/validate-request.ts): the settings of the moment, and whether a
+   * node is a Redis Cluster member (a script then touches one slot: node-redlock's key must share the record's).
+   */
+  private get requestSettings(): RequestSettings {
+    return this.clusterMember ? { ...this.settings, clusterMember: true } : this.settings;
+  }
+
   private readonly nodes: NodeSet;
+  /** Whether a node is a Redis Cluster member (DESIGN §3c). */
+  private readonly clusterMember: boolean;
   private readonly closing = new AbortController();
   /** Every step below the verbs: acquire, extend, release, inspect, and the leases' own extend and release. */
   private readonly leases: LeaseProtocol;
@@ -93,6 +104,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
       events.nodeState,
     );
     this.nodeCount = this.nodes.nodes.length;
+    this.clusterMember = this.nodes.nodes.some((node) => node.scopes.perSlot);
     this.quorum = this.nodes.quorum;
     this.leases = new LeaseProtocol({
       nodes: this.nodes,
@@ -148,7 +160,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     options: CoordinatorAcquireOptions,
   ): Promise<Lease | MultiLease> {
     // Not `null`: an acquire that may wait throws LockedError when not granted.
-    return (await this.leases.acquire(validateAcquire(this.settings, resource, options, true)))!;
+    return (await this.leases.acquire(validateAcquire(this.requestSettings, resource, options, true)))!;
   }
 
   /**
@@ -162,7 +174,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     resource: string | readonly string[],
     options: TryAcquireOptions,
   ): Promise<Lease | MultiLease | null> {
-    return this.leases.acquire(validateAcquire(this.settings, resource, options, false));
+    return this.leases.acquire(validateAcquire(this.requestSettings, resource, options, false));
   }
 
   /**
@@ -189,7 +201,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new InvalidRequestError('using needs a function to run under the lease');
-    const kept = validateAcquire(this.settings, resource, { ...options, autoExtend: true }, true);
+    const kept = validateAcquire(this.requestSettings, resource, { ...options, autoExtend: true }, true);
     const lease = (await this.leases.acquire(kept))!;
     const signal =
       options.signal === undefined ? lease.signal : AbortSignal.any([lease.signal, options.signal]);
@@ -218,9 +230,9 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     leaseId: string,
     ttlMs: number,
   ): Promise<Lease | MultiLease> {
-    const names = validateResources(this.settings, resource);
+    const names = validateResources(this.requestSettings, resource);
     validateLeaseId(leaseId);
-    validateTtl(this.settings, ttlMs);
+    validateTtl(this.requestSettings, ttlMs);
     return this.leases.extend(names, leaseId, ttlMs);
   }
 
@@ -232,14 +244,14 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   /** Releases every resource of a multi-resource lease by id, in parallel; the first failure is thrown. */
   async release(resources: readonly string[], leaseId: string): Promise<void>;
   async release(resource: string | readonly string[], leaseId: string): Promise<void> {
-    const names = validateResources(this.settings, resource);
+    const names = validateResources(this.requestSettings, resource);
     validateLeaseId(leaseId);
     await this.leases.release(names, leaseId);
   }
 
   /** Whether a majority of nodes holds a lease on the resource, and its token. Never returns a lease id. */
   async inspect(resource: string): Promise<{ held: boolean; token?: bigint }> {
-    return this.leases.inspect(validateResource(this.settings, resource));
+    return this.leases.inspect(validateResource(this.requestSettings, resource));
   }
 
   /** Probes every node now (for `/readyz`): one entry per node, in node order. */

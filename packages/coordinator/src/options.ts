@@ -58,6 +58,18 @@ export interface CoordinatorOptions {
    */
   keyLayout?: KeyLayout;
   /**
+   * Also hold node-redlock's key for each resource while the cluster's layout is `'fenced'`: the resource name itself,
+   * holding the lease id (`SET <resource> <leaseId> NX PX`, deleted and extended only while it holds it), in the same
+   * script as the lease's `'fenced'` record and token register. An acquire is then granted only where both are free,
+   * so node-redlock workers and this process exclude each other on nodes of either layout (the `'redlock'` layout's
+   * lease key is that key already), while the token register stays the cluster's one (redlock/keys.ts). Not one of
+   * the recorded settings: it adds an exclusion, not a register. Resource names starting with `${keyPrefix}:` are
+   * then refused, and so, when a node is a Redis Cluster, are names whose own hash tag or `{`, `}`, `%` put that key
+   * in another slot than the record. The redlock drop-in (`@fenced/redlock`) runs with it on.
+   * @defaultValue `false`
+   */
+  holdRedlockKey?: boolean;
+  /**
    * Clock drift allowance, as a fraction of the ttl, subtracted from every validity (DESIGN §2.3). Larger is
    * safer against fast server clocks but shortens every lease.
    * @defaultValue `0.01`
@@ -149,6 +161,7 @@ export type CoordinatorSettings = Required<Omit<CoordinatorOptions, 'nodes' | 's
 export const DEFAULT_COORDINATOR_OPTIONS = Object.freeze({
   keyPrefix: 'fenced',
   keyLayout: 'fenced',
+  holdRedlockKey: false,
   driftFactor: 0.01,
   nodeTimeoutMs: 1_000,
   retryDelayMs: 100,
@@ -185,6 +198,7 @@ export function resolveOptions(options: CoordinatorOptions): Readonly<Coordinato
       '1 to 64 characters without braces, whitespace or control characters',
     ),
     keyLayout: keyLayoutOf(merged.keyLayout),
+    holdRedlockKey: assertBoolean('holdRedlockKey', merged.holdRedlockKey),
     driftFactor: assertNumber('driftFactor', merged.driftFactor, { min: 0, max: 0.5 }),
     nodeTimeoutMs: integer('nodeTimeoutMs', merged.nodeTimeoutMs, { min: 1, max: 60_000 }),
     retryDelayMs: integer('retryDelayMs', merged.retryDelayMs, { min: 0, max: MAX_TIMER_MS }),

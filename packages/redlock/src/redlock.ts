@@ -114,6 +114,10 @@ export class Redlock extends EventEmitter {
       maxTtlMs: REDLOCK_MAX_TTL_MS,
       // redlock's own lease keys: the resource name holding the lock's value (redlock/keys.ts in the coordinator).
       keyLayout: 'redlock',
+      // On nodes recorded in the 'fenced' layout (a Coordinator or the service initialized them) the lock also holds
+      // that key beside the cluster's own record and register, so node-redlock workers and this one still exclude
+      // each other during a rolling migration, whoever initialized the nodes (README, Keys).
+      holdRedlockKey: true,
       ...(fencedSettings as FencedSettings),
       // Recognised by what they can do (any copy of ioredis 4.28+ or 5); a Cluster is one member (DESIGN §3c).
       nodes: [...this.clients] as Redis[],

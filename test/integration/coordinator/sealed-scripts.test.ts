@@ -212,6 +212,71 @@ describe('the settings, checked by the node on every call that records a promise
     expect(await extend(4)).toEqual({ kind: 'settings-mismatch', field: 'nodeCount', recorded: '3' });
     expect(await extend(3)).toEqual({ kind: 'extended', token: 40n });
   });
+
+  it("classifies node-redlock's key beside a 'fenced' record as the 'fenced' layout, and grants only when both are free", async () => {
+    const ctx = await initializedNode();
+    // holdRedlockKey: the lease key is the resource name, the record and register are the 'fenced' layout's.
+    const held = resourceKeys(ctx.prefix, `${ctx.prefix}-acct`, 'fenced', true);
+    const plain = resourceKeys(ctx.prefix, `${ctx.prefix}-acct`, 'fenced');
+    expect(held.record).toBe(plain.record);
+    expect(held.token).toBe(plain.token);
+    expect(held.lease).toBe(`${ctx.prefix}-acct`);
+    await redis.hset(ctx.node.settings, 'nodeCount', '3', 'keyLayout', 'redlock');
+    expect(await acquire(ctx, 'lease-h', 30_000, 40n, '', 3, held)).toEqual({
+      kind: 'settings-mismatch',
+      field: 'keyLayout',
+      recorded: 'redlock',
+    });
+    expect(await redis.exists(held.lease, held.record, held.token)).toBe(0);
+
+    await redis.hset(ctx.node.settings, 'keyLayout', 'fenced');
+    // A Coordinator's lease holds the record only: the name's holder is refused, and nothing of it is written.
+    expect(await acquire(ctx, 'lease-c', 30_000, 40n, '', 3, plain)).toEqual({
+      kind: 'granted',
+      promised: true,
+    });
+    const refused = await acquire(ctx, 'lease-h', 30_000, 41n, '', 3, held);
+    expect(refused.kind).toBe('held');
+    expect(await redis.exists(held.lease)).toBe(0);
+    expect(await redis.get(held.record)).toBe('lease-c|40');
+    await runScript(redis, 'release', [plain.lease, plain.record], ['lease-c', plain.channel]);
+
+    // node-redlock's own lock (the name holding its value) refuses it too.
+    await redis.set(held.lease, 'node-redlock-value', 'PX', 30_000);
+    expect((await acquire(ctx, 'lease-h', 30_000, 41n, '', 3, held)).kind).toBe('held');
+    expect(await redis.exists(held.record)).toBe(0);
+    await redis.del(held.lease);
+
+    // Both free: granted, with the name holding exactly the lease id and the record the token, in one register.
+    expect(await acquire(ctx, 'lease-h', 30_000, 41n, '', 3, held)).toEqual({
+      kind: 'granted',
+      promised: true,
+    });
+    expect(await redis.get(held.lease)).toBe('lease-h');
+    expect(await redis.get(held.record)).toBe('lease-h|41');
+    expect(await redis.get(held.token)).toBe('41');
+    // A repair restores the record alone: an extend by its holder takes the name again.
+    await redis.del(held.lease);
+    expect(
+      interpretReply(
+        'extend',
+        await runScript(
+          redis,
+          'extend',
+          [ctx.node.incarnation, ctx.node.settings, held.lease, held.record],
+          ['lease-h', 20_000, 3],
+        ),
+      ),
+    ).toEqual({ kind: 'extended', token: 41n });
+    expect(await redis.get(held.lease)).toBe('lease-h');
+    // A Coordinator is refused by the record, and a release by the name's holder deletes both.
+    expect((await acquire(ctx, 'lease-c', 30_000, 42n, '', 3, plain)).kind).toBe('held');
+    // release.lua's batch reply: one {1} (RELEASED) per item.
+    expect(await runScript(redis, 'release', [held.lease, held.record], ['lease-h', held.channel])).toEqual([
+      [1],
+    ]);
+    expect(await redis.exists(held.lease, held.record)).toBe(0);
+  });
 });
 
 describe('a fold that fails or meets a missing register loses nothing', () => {

@@ -22,6 +22,7 @@ import {
   slotKeyTemplate,
   tokenKeyPattern,
   type KeyLayout,
+  type ResourceKeys,
 } from '../../../packages/coordinator/src/redlock/keys.js';
 import { keySlot, slotTag } from '../../../packages/coordinator/src/redlock/slots.js';
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
@@ -238,6 +239,15 @@ export const initialState: fc.Arbitrary<KeyDump[]> = fc
 // --- calls ---
 
 const resource = fc.tuple(fc.constantFrom(...RESOURCES), fc.constantFrom(...LAYOUTS));
+/**
+ * A resource as the lease scripts see it: its name, layout and whether the lease key is node-redlock's (the resource
+ * name) beside a 'fenced' record (`holdRedlockKey`, redlock/keys.ts). That key is the 'redlock' layout's lease key,
+ * already in the universe.
+ */
+const leaseResource = fc.tuple(fc.constantFrom(...RESOURCES), fc.constantFrom(...LAYOUTS), fc.boolean());
+function leaseKeys([name, layout, holdRedlockKey]: readonly [string, KeyLayout, boolean]): ResourceKeys {
+  return resourceKeys(PREFIX, name, layout, holdRedlockKey);
+}
 const leaseId = fc.constantFrom(...LEASE_IDS);
 /** The caller's seal epoch: usually the one an unsealed node has (''), sometimes another. */
 const epoch = fc.constantFrom('', '', '', ...EPOCHS);
@@ -258,7 +268,7 @@ function withMiscount(call: fc.Arbitrary<{ keys: string[]; args: string[] }>) {
   );
 }
 
-const acquireItem = fc.record({ resource, leaseId, ttl: ttlArg, proposal: tokenish, epoch });
+const acquireItem = fc.record({ resource: leaseResource, leaseId, ttl: ttlArg, proposal: tokenish, epoch });
 
 const pairs = (fields: [string, string][]): string[] => fields.flat();
 
@@ -314,7 +324,7 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         const keys = [state.incarnation, state.floor, state.seal, state.settings];
         const args: string[] = [];
         for (const item of items) {
-          const k = resourceKeys(PREFIX, item.resource[0], item.resource[1]);
+          const k = leaseKeys(item.resource);
           keys.push(k.lease, k.record, k.token);
           args.push(item.leaseId, item.ttl, item.proposal, item.epoch);
         }
@@ -334,18 +344,20 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
   },
   promise: {
     call: withMiscount(
-      fc.record({ resource, leaseId, proposal: tokenish, epoch, nodes: nodeCount }).map((c) => {
-        const k = resourceKeys(PREFIX, c.resource[0], c.resource[1]);
-        return {
-          keys: [state.incarnation, state.floor, state.seal, state.settings, k.record, k.token],
-          args: [c.leaseId, c.proposal, c.epoch, c.resource[1], c.nodes],
-        };
-      }),
+      fc
+        .record({ resource: leaseResource, leaseId, proposal: tokenish, epoch, nodes: nodeCount })
+        .map((c) => {
+          const k = leaseKeys(c.resource);
+          return {
+            keys: [state.incarnation, state.floor, state.seal, state.settings, k.record, k.token],
+            args: [c.leaseId, c.proposal, c.epoch, c.resource[1], c.nodes],
+          };
+        }),
     ),
   },
   extend: {
-    call: fc.record({ resource, leaseId, ttl: ttlArg, nodes: nodeCount }).map((c) => {
-      const k = resourceKeys(PREFIX, c.resource[0], c.resource[1]);
+    call: fc.record({ resource: leaseResource, leaseId, ttl: ttlArg, nodes: nodeCount }).map((c) => {
+      const k = leaseKeys(c.resource);
       return {
         keys: [state.incarnation, state.settings, k.lease, k.record],
         args: [c.leaseId, c.ttl, c.nodes],
@@ -354,21 +366,23 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
   },
   release: {
     call: withMiscount(
-      fc.array(fc.record({ resource, leaseId }), { minLength: 1, maxLength: 3 }).map((items) => {
-        const keys: string[] = [];
-        const args: string[] = [];
-        for (const item of items) {
-          const k = resourceKeys(PREFIX, item.resource[0], item.resource[1]);
-          keys.push(k.lease, k.record);
-          args.push(item.leaseId, k.channel);
-        }
-        return { keys, args };
-      }),
+      fc
+        .array(fc.record({ resource: leaseResource, leaseId }), { minLength: 1, maxLength: 3 })
+        .map((items) => {
+          const keys: string[] = [];
+          const args: string[] = [];
+          for (const item of items) {
+            const k = leaseKeys(item.resource);
+            keys.push(k.lease, k.record);
+            args.push(item.leaseId, k.channel);
+          }
+          return { keys, args };
+        }),
     ),
   },
   inspect: {
-    call: resource.map(([r, layout]) => {
-      const k = resourceKeys(PREFIX, r, layout);
+    call: leaseResource.map((r) => {
+      const k = leaseKeys(r);
       return { keys: [state.incarnation, k.lease, k.record], args: [] };
     }),
   },

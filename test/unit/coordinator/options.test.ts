@@ -34,6 +34,7 @@ describe('coordinator options', () => {
     [{ keyPrefix: 'a{b' }, /keyPrefix/],
     [{ keyPrefix: 'a b' }, /keyPrefix/],
     [{ unsafeAllowUnsafeNodes: 'yes' }, /unsafeAllowUnsafeNodes must be true or false/],
+    [{ holdRedlockKey: 'yes' }, /holdRedlockKey must be true or false/],
     [{ nodeTimeout: 5 }, /unknown coordinator option 'nodeTimeout'; did you mean 'nodeTimeoutMs'\?/],
     [{ maxttlms: 5 }, /unknown coordinator option 'maxttlms'; did you mean 'maxTtlMs'\?/],
     [{ colour: 'red' }, /unknown coordinator option 'colour' \(known: /],

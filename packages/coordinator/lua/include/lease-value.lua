@@ -10,6 +10,18 @@ local function lease_holder(value)
   return sep and string.sub(value, 1, sep - 1) or value
 end
 
+-- The key layout a call's lease key and record are in (redlock/keys.ts, keyLayoutOf: the same rule), told by where the
+-- record, and so the token register, lives: 'fenced' when the record is the lease key, or ends with its hash tag
+-- (`<prefix>:{<resource>}:lease`, also when the lease key beside it is node-redlock's, the resource name:
+-- `holdRedlockKey`); else 'redlock', whose record `<prefix>:{<slot tag>}:<resource>:lease` ends with the encoded
+-- resource name, which never holds '}'.
+local function key_layout(lease_key, record_key)
+  if record_key == lease_key or string.sub(record_key, -7) == '}:lease' then
+    return 'fenced'
+  end
+  return 'redlock'
+end
+
 -- The token part of a lease value ('' when it carries none).
 local function lease_token(value)
   local sep = string.find(value, '|', 1, true)

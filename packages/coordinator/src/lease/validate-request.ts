@@ -10,9 +10,15 @@ import type { AttemptReport, AttemptReportOptions } from './attempt-report.js';
 import type { AcquireOptions, LeaseWatchOptions } from './lease-watch.js';
 import { validateResourceList } from './multi-lease.js';
 import { integer, MAX_TIMER_MS, smallestUsableTtlMs, type CoordinatorSettings } from '../options.js';
-import { resourceNameClash } from '../redlock/keys.js';
+import { redlockKeySlotSplit, resourceNameClash } from '../redlock/keys.js';
 
-type Settings = Readonly<CoordinatorSettings>;
+/**
+ * The settings a request is checked against: the coordinator's, and whether one of its nodes is a Redis Cluster
+ * member (DESIGN §3c), where one script's keys must share a slot.
+ */
+export type RequestSettings = Readonly<CoordinatorSettings> & { readonly clusterMember?: boolean };
+
+type Settings = RequestSettings;
 
 /** An acquire or tryAcquire request that passed every check. */
 export interface AcquireRequest {
@@ -91,13 +97,27 @@ export function validateResources(
   return validateResource(settings, resources);
 }
 
-/** A valid resource name that is not inside this coordinator's own namespace in the `'redlock'` key layout. */
+/**
+ * A valid resource name that is not inside this coordinator's own namespace when the lease key is the resource name
+ * (keyLayout `'redlock'`, or `holdRedlockKey`), and, with `holdRedlockKey` on a Redis Cluster member, whose name
+ * key shares the slot of its `'fenced'` record (redlock/keys.ts, redlockKeySlotSplit).
+ */
 export function validateResource(settings: Settings, resource: unknown): string {
   const name = validateResourceName(resource);
-  if (resourceNameClash(settings.keyPrefix, name, settings.keyLayout)) {
+  const { keyPrefix, keyLayout, holdRedlockKey } = settings;
+  if (resourceNameClash(keyPrefix, name, keyLayout, holdRedlockKey)) {
     throw new InvalidRequestError(
-      `resource must not start with "${settings.keyPrefix}:" under keyLayout 'redlock' (the lease key is the ` +
+      `resource must not start with "${keyPrefix}:" under keyLayout '${keyLayout}'` +
+        `${keyLayout === 'redlock' ? '' : ' with holdRedlockKey'} (the lease key is the ` +
         `resource name itself, and that namespace holds the coordinator's own keys), got "${name.slice(0, 80)}" (string)`,
+    );
+  }
+  if (settings.clusterMember === true && redlockKeySlotSplit(keyPrefix, name, keyLayout, holdRedlockKey)) {
+    throw new InvalidRequestError(
+      `resource "${name.slice(0, 80)}" cannot be locked with holdRedlockKey on a Redis Cluster member under ` +
+        `keyLayout 'fenced': its own hash tag or a '{', '}' or '%' in it puts node-redlock's key (the resource name) ` +
+        `in another cluster slot than the lease's record "${keyPrefix}:{…}:lease", and one script touches one slot. ` +
+        `Use a name without them, or a cluster initialized with keyLayout 'redlock'`,
     );
   }
   return name;

@@ -222,8 +222,8 @@ export class LeaseProtocol implements LeaseOperations {
   }
 
   private keysOf(resource: string): ResourceKeys {
-    const { keyPrefix, keyLayout } = this.parts.nodes.settings;
-    return resourceKeys(keyPrefix, resource, keyLayout);
+    const { keyPrefix, keyLayout, holdRedlockKey } = this.parts.nodes.settings;
+    return resourceKeys(keyPrefix, resource, keyLayout, holdRedlockKey);
   }
 
   private throwIfClosed(): void {

@@ -14,6 +14,13 @@ import { keySlot, slotTag } from './slots.js';
  * Why the layout is recorded on the nodes: two processes with different layouts would keep two token registers for
  * the same resource, and their tokens would then repeat or go backwards (G2); a process whose layout differs from
  * the recorded one refuses to start (nodes/cluster-settings.ts).
+ *
+ * node-redlock's key in the `'fenced'` layout (`holdRedlockKey`, what the redlock drop-in runs with): the lease key is
+ * the resource name itself, holding exactly the lease id as node-redlock's does, while the record, the token register
+ * and the channel stay the `'fenced'` layout's own. The layout is the register's, so the nodes' layout check still
+ * sees `'fenced'` ({@link keyLayoutOf}) and every product keeps one register per resource; an acquire is granted only
+ * where both the record (what a Coordinator holds) and the resource name (what node-redlock holds) are free or ours.
+ * The two share a Redis Cluster slot unless the name holds `{`, `}` or `%` ({@link redlockKeySlotSplit}).
  */
 export type KeyLayout = 'fenced' | 'redlock';
 
@@ -21,11 +28,14 @@ export const KEY_LAYOUTS: readonly KeyLayout[] = ['fenced', 'redlock'];
 
 /** The Redis names of one resource. All share one cluster slot. */
 export interface ResourceKeys {
-  /** The key whose presence excludes other holders (`'redlock'` layout: the resource name, holding the lease id). */
+  /**
+   * The key whose presence excludes other holders (`'redlock'` layout, or `holdRedlockKey`: the resource name, holding
+   * the lease id).
+   */
   readonly lease: string;
   /**
    * The key holding `<leaseId>|<token>` with the lease's ttl: the lease key itself in the `'fenced'` layout, a key
-   * beside it in the `'redlock'` layout.
+   * beside it in the `'redlock'` layout (and with `holdRedlockKey`). A held record excludes other holders too.
    */
   readonly record: string;
   readonly token: string;
@@ -49,23 +59,57 @@ export function decodeResourceTag(encoded: string): string {
   return encoded.replace(/%(25|7B|7D)/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
-export function resourceKeys(prefix: string, resource: string, layout: KeyLayout = 'fenced'): ResourceKeys {
+/**
+ * A resource's keys in `layout`. With `holdRedlockKey` in the `'fenced'` layout the lease key is the resource name
+ * itself (node-redlock's key) and the record, register and channel are the `'fenced'` layout's (see above); in the
+ * `'redlock'` layout the lease key is the resource name anyway.
+ */
+export function resourceKeys(
+  prefix: string,
+  resource: string,
+  layout: KeyLayout = 'fenced',
+  holdRedlockKey = false,
+): ResourceKeys {
   if (layout === 'redlock') {
     const base = `${prefix}:{${slotTag(keySlot(resource))}}:${encodeResourceTag(resource)}`;
     return { lease: resource, record: `${base}:lease`, token: `${base}:token`, channel: `${base}:released` };
   }
   const base = `${prefix}:{${encodeResourceTag(resource)}}`;
   return {
-    lease: `${base}:lease`,
+    lease: holdRedlockKey ? resource : `${base}:lease`,
     record: `${base}:lease`,
     token: `${base}:token`,
     channel: `${base}:released`,
   };
 }
 
-/** The layout a resource's keys are in: `'fenced'` when the lease key is its record, else `'redlock'`. */
+/**
+ * The layout a resource's keys are in, told by where its record (and so its token register) lives: `'fenced'` when
+ * the lease key is the record, or the record ends with its hash tag (`<prefix>:{<resource>}:lease`, also when the
+ * lease key is node-redlock's, `holdRedlockKey`); else `'redlock'`, whose record ends with the encoded resource name,
+ * never with `}`. include/lease-value.lua's `key_layout` is the same rule; the scripts check it against the layout
+ * recorded on the node.
+ */
 export function keyLayoutOf(keys: { readonly record: string; readonly lease?: string }): KeyLayout {
-  return keys.lease === undefined || keys.lease === keys.record ? 'fenced' : 'redlock';
+  return keys.lease === undefined || keys.lease === keys.record || keys.record.endsWith('}:lease')
+    ? 'fenced'
+    : 'redlock';
+}
+
+/**
+ * Whether holding node-redlock's key (the resource name) beside a `'fenced'` record would put the two in different
+ * Redis Cluster slots: the name holds a hash tag of its own or a character the record's tag escapes (`{`, `}`, `%`).
+ * A script touches one slot (DESIGN §3c), so a Coordinator with a Cluster member refuses such a name with an
+ * InvalidRequestError (lease/validate-request.ts); standalone nodes have no slots and take it.
+ */
+export function redlockKeySlotSplit(
+  prefix: string,
+  resource: string,
+  layout: KeyLayout,
+  holdRedlockKey: boolean,
+): boolean {
+  if (layout !== 'fenced' || !holdRedlockKey) return false;
+  return keySlot(resource) !== keySlot(resourceKeys(prefix, resource, layout).record);
 }
 
 /**
@@ -83,11 +127,17 @@ export function leaseKeyOfRecord(prefix: string, record: string): string {
 }
 
 /**
- * Whether a resource name may be used in a layout: in the `'redlock'` layout the lease key is the name itself, so a
- * name inside the coordinator's own namespace (`<prefix>:…`) could be one of its registers or node keys.
+ * Whether a resource name may be used in a layout: in the `'redlock'` layout (and with `holdRedlockKey`) the lease
+ * key is the name itself, so a name inside the coordinator's own namespace (`<prefix>:…`) could be one of its
+ * registers or node keys.
  */
-export function resourceNameClash(prefix: string, resource: string, layout: KeyLayout): boolean {
-  return layout === 'redlock' && resource.startsWith(`${prefix}:`);
+export function resourceNameClash(
+  prefix: string,
+  resource: string,
+  layout: KeyLayout,
+  holdRedlockKey = false,
+): boolean {
+  return (layout === 'redlock' || holdRedlockKey) && resource.startsWith(`${prefix}:`);
 }
 
 /**

@@ -16,6 +16,7 @@ import { resolveOptions, smallestUsableTtlMs } from '../../../../packages/coordi
 
 const settings = resolveOptions({ nodes: ['redis://127.0.0.1:1'], maxTtlMs: 10_000 });
 const redlockLayout = resolveOptions({ nodes: ['redis://127.0.0.1:1'], keyLayout: 'redlock' });
+const holdingRedlockKey = resolveOptions({ nodes: ['redis://127.0.0.1:1'], holdRedlockKey: true });
 
 function refusal(check: () => unknown): string {
   try {
@@ -104,6 +105,26 @@ describe('validateResource', () => {
       `resource must not start with "fenced:" under keyLayout 'redlock' (the lease key is the resource name ` +
         `itself, and that namespace holds the coordinator's own keys), got "fenced:orders" (string)`,
     );
+  });
+
+  it("refuses a name inside the namespace with holdRedlockKey too (the name is then a key of the node's)", () => {
+    expect(refusal(() => validateResource(holdingRedlockKey, 'fenced:{x}:lease'))).toBe(
+      `resource must not start with "fenced:" under keyLayout 'fenced' with holdRedlockKey (the lease key is the ` +
+        `resource name itself, and that namespace holds the coordinator's own keys), got "fenced:{x}:lease" (string)`,
+    );
+  });
+
+  it("refuses, on a Redis Cluster member only, a name whose node-redlock key is in another slot than its 'fenced' record", () => {
+    const onCluster = { ...holdingRedlockKey, clusterMember: true };
+    for (const name of ['{account}:frank', 'account%frank', 'a}b']) {
+      expect(validateResource(holdingRedlockKey, name)).toBe(name);
+      expect(validateResource({ ...settings, clusterMember: true }, name)).toBe(name);
+      expect(validateResource({ ...redlockLayout, clusterMember: true }, name)).toBe(name);
+      expect(refusal(() => validateResource(onCluster, name))).toContain(
+        `resource "${name}" cannot be locked with holdRedlockKey on a Redis Cluster member under keyLayout 'fenced'`,
+      );
+    }
+    expect(validateResource(onCluster, 'account:frank')).toBe('account:frank');
   });
 
   it('refuses a set with a bad member, an empty set and one too large', () => {

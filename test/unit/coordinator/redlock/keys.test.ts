@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   encodeResourceTag,
+  keyLayoutOf,
   leaseKeyOfRecord,
+  redlockKeySlotSplit,
   nodeStateKeys,
   resourceKeys,
   resourceNameClash,
@@ -118,5 +120,46 @@ describe('slotKeyTemplate', () => {
       }
     }
     expect(wrong.slice(0, 5)).toEqual([]);
+  });
+});
+
+describe("node-redlock's key beside a 'fenced' record (holdRedlockKey)", () => {
+  it("keeps the 'fenced' record, register and channel, with the resource name as the lease key", () => {
+    expect(resourceKeys('fenced', 'account:frank', 'fenced', true)).toEqual({
+      ...resourceKeys('fenced', 'account:frank'),
+      lease: 'account:frank',
+    });
+    // The 'redlock' layout's lease key is the name already.
+    expect(resourceKeys('fenced', 'account:frank', 'redlock', true)).toEqual(
+      resourceKeys('fenced', 'account:frank', 'redlock'),
+    );
+  });
+
+  it("tells every key set's layout by its record, as the scripts' key_layout does", () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), (name) => {
+        expect(keyLayoutOf(resourceKeys('fenced', name))).toBe('fenced');
+        expect(keyLayoutOf(resourceKeys('fenced', name, 'fenced', true))).toBe('fenced');
+        expect(keyLayoutOf(resourceKeys('fenced', name, 'redlock'))).toBe('redlock');
+      }),
+    );
+  });
+
+  it('shares the record’s slot unless the name holds a hash tag of its own, a brace or a percent sign', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), (name) => {
+        const split = redlockKeySlotSplit('fenced', name, 'fenced', true);
+        expect(split).toBe(keySlot(name) !== keySlot(resourceKeys('fenced', name).record));
+        if (!/[{}%]/.test(name)) expect(split).toBe(false);
+        expect(redlockKeySlotSplit('fenced', name, 'fenced', false)).toBe(false);
+        expect(redlockKeySlotSplit('fenced', name, 'redlock', true)).toBe(false);
+      }),
+    );
+    expect(redlockKeySlotSplit('fenced', '{account}:frank', 'fenced', true)).toBe(true);
+  });
+
+  it('refuses resource names inside the prefix with holdRedlockKey', () => {
+    expect(resourceNameClash('fenced', 'fenced:{x}:lease', 'fenced', true)).toBe(true);
+    expect(resourceNameClash('fenced', 'account:frank', 'fenced', true)).toBe(false);
   });
 });
