@@ -34,16 +34,18 @@
 import { randomUUID } from 'node:crypto';
 import type { FreshInitReply } from '../scripts/script-results.js';
 
+/** One step of fresh-init.lua: `argument` is the mark's ttl ('mark'), the incarnation id ('init'), or ''. */
+export interface FreshInitStep {
+  readonly step: 'mark' | 'check' | 'init';
+  readonly nonce: string;
+  readonly argument: string | number;
+  /** The cluster's settings, recorded by 'init'. */
+  readonly settings?: Readonly<Record<string, string>>;
+}
+
 /** The slice of a node a fresh initialization needs. */
 export interface FreshInitNode {
-  /** One step of fresh-init.lua: `argument` is the mark's ttl ('mark'), the incarnation id ('init'), or ''. */
-  freshInit(
-    timeoutMs: number,
-    step: 'mark' | 'check' | 'init',
-    nonce: string,
-    argument: string | number,
-    settings?: Readonly<Record<string, string>>,
-  ): Promise<FreshInitReply>;
+  freshInit(timeoutMs: number, request: FreshInitStep): Promise<FreshInitReply>;
   /** Whether the node holds a lease, a token register or a floor. */
   hasResourceKeys(timeoutMs: number): Promise<boolean>;
 }
@@ -84,11 +86,13 @@ export async function initializeFreshCluster(
   try {
     // Step 1: mark every node. An initialized node means the cluster is not fresh.
     const marks = await Promise.all(
-      nodes.map((n) => n.freshInit(timeoutMs, 'mark', nonce, options.markTtlMs)),
+      nodes.map((n) => n.freshInit(timeoutMs, { step: 'mark', nonce, argument: options.markTtlMs })),
     );
     if (marks.some((m) => m.kind !== 'ok')) return { kind: 'gave-up', why: 'a node is initialized' };
     // Step 2: only now check every node — after the last mark was acknowledged.
-    const checks = await Promise.all(nodes.map((n) => n.freshInit(timeoutMs, 'check', nonce, '')));
+    const checks = await Promise.all(
+      nodes.map((n) => n.freshInit(timeoutMs, { step: 'check', nonce, argument: '' })),
+    );
     const notOurs = checks.find((c) => c.kind !== 'ok');
     if (notOurs !== undefined) {
       return {
@@ -106,7 +110,7 @@ export async function initializeFreshCluster(
   const results = await Promise.allSettled(
     nodes.map((n, i) =>
       chosen(i)
-        ? n.freshInit(timeoutMs, 'init', nonce, newId(), options.settings ?? {})
+        ? n.freshInit(timeoutMs, { step: 'init', nonce, argument: newId(), settings: options.settings ?? {} })
         : Promise.resolve({ kind: 'skipped' as const }),
     ),
   );

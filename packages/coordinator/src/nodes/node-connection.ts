@@ -43,6 +43,7 @@ import {
   type NodeStateKeys,
 } from '../redlock/keys.js';
 import type { ProtocolNode } from './protocol-node.js';
+import type { FreshInitStep } from './fresh-cluster.js';
 import { NodeScopes } from './node-scopes.js';
 import { clientAddress, redisUrlProblem, urlAddress } from './node-address.js';
 import type { RepairProgress } from './repair.js';
@@ -531,13 +532,8 @@ export class NodeConnection implements ProtocolNode {
   }
 
   /** One step of a fresh-cluster initialization (fresh-init.lua; the argument is in nodes/fresh-cluster.ts). */
-  freshInit(
-    timeoutMs: number,
-    step: 'mark' | 'check' | 'init',
-    nonce: string,
-    argument: string | number,
-    settings: Readonly<Record<string, string>> = {},
-  ): Promise<FreshInitReply> {
+  freshInit(timeoutMs: number, request: FreshInitStep): Promise<FreshInitReply> {
+    const { step, nonce, argument, settings = {} } = request;
     const k = this.stateKeys;
     return this.script('fresh-init', timeoutMs, scriptKeys['fresh-init'](k, nonce), [
       step,

@@ -547,6 +547,30 @@ interface MarkerKeeper {
   stop(): void;
 }
 
+/**
+ * Runs `renew` every third of the repair marker's ttl until `stop` is aborted (a lost marker aborts it too) or the
+ * coordinator closes: the renewal loop of a node's repair and of a Cluster member's per-slot repair.
+ */
+export function everyThirdOfMarkerTtl(
+  context: Pick<RepairContext, 'clock' | 'closing'>,
+  timing: RepairTiming,
+  stop: AbortSignal,
+  renew: () => Promise<void>,
+): void {
+  const stopOrClose = AbortSignal.any([stop, context.closing]);
+  void (async () => {
+    const every = Math.max(1, Math.floor(timing.markerTtlMs / 3));
+    while (!stopOrClose.aborted) {
+      try {
+        await context.clock.sleep(every, stopOrClose);
+      } catch {
+        return;
+      }
+      await renew();
+    }
+  })();
+}
+
 /** Renews the repair marker every third of its ttl while the repair runs; notes when it is lost. */
 function keepMarkerAlive(
   context: RepairContext,
@@ -560,37 +584,22 @@ function keepMarkerAlive(
     lost ??= new RepairRestart(reason);
     if (!stopped.signal.aborted) stopped.abort(lost);
   };
-  const stopOrClose = AbortSignal.any([stopped.signal, context.closing]);
-  void (async () => {
-    const every = Math.max(1, Math.floor(timing.markerTtlMs / 3));
-    while (!stopOrClose.aborted) {
-      try {
-        await context.clock.sleep(every, stopOrClose);
-      } catch {
-        return;
-      }
-      try {
-        const renewed = await target.repairMarker(
-          context.callTimeoutMs,
-          'renew',
-          repairId,
-          timing.markerTtlMs,
+  everyThirdOfMarkerTtl(context, timing, stopped.signal, async () => {
+    try {
+      const renewed = await target.repairMarker(context.callTimeoutMs, 'renew', repairId, timing.markerTtlMs);
+      if (renewed.kind !== 'claimed') {
+        loseWith(
+          renewed.kind === 'initialized'
+            ? 'another process initialized it meanwhile'
+            : 'its repair marker was lost (it restarted again, or the marker expired)',
         );
-        if (renewed.kind !== 'claimed') {
-          loseWith(
-            renewed.kind === 'initialized'
-              ? 'another process initialized it meanwhile'
-              : 'its repair marker was lost (it restarted again, or the marker expired)',
-          );
-          return;
-        }
-      } catch (error) {
-        // A failed renewal is not a loss: the marker lives markerTtlMs, and the next renewal may get through. If it
-        // does expire, the raise and finish scripts see that and the repair starts over.
-        context.reportError(target.index, 'repair-renew', error);
       }
+    } catch (error) {
+      // A failed renewal is not a loss: the marker lives markerTtlMs, and the next renewal may get through. If it
+      // does expire, the raise and finish scripts see that and the repair starts over.
+      context.reportError(target.index, 'repair-renew', error);
     }
-  })();
+  });
   const throwIfLost = (): void => {
     const reason = lost;
     if (reason !== undefined) throw reason;

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import {
   initializeFreshCluster,
   type FreshInitNode,
+  type FreshInitStep,
 } from '../../../../packages/coordinator/src/nodes/fresh-cluster.js';
 import type { FreshInitReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
 
@@ -18,12 +19,7 @@ class MemoryNode implements FreshInitNode {
 
   constructor(readonly name: string) {}
 
-  freshInit(
-    _timeoutMs: number,
-    step: 'mark' | 'check' | 'init',
-    nonce: string,
-    argument: string | number,
-  ): Promise<FreshInitReply> {
+  freshInit(_timeoutMs: number, { step, nonce, argument }: FreshInitStep): Promise<FreshInitReply> {
     this.beforeCall();
     // fresh-init.lua, line for line.
     if (this.incarnation !== null) return Promise.resolve({ kind: 'initialized' });

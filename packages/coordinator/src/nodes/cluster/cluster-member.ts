@@ -73,6 +73,7 @@ import {
 import { clientAddress } from '../node-address.js';
 import { scriptKeys } from '../../scripts/script-keys.js';
 import { clusterClientOf } from './cluster-client.js';
+import type { FreshInitStep } from '../fresh-cluster.js';
 import {
   parseClusterSlots,
   sharedRead,
@@ -305,13 +306,8 @@ export class ClusterMember extends NodeConnection {
    * `ok` only when every slot answered ok; `initialized` when any slot holds its incarnation key ('mark', 'check')
    * or when every slot does or was initialized now ('init').
    */
-  override async freshInit(
-    timeoutMs: number,
-    step: 'mark' | 'check' | 'init',
-    nonce: string,
-    argument: string | number,
-    settings: Readonly<Record<string, string>> = {},
-  ): Promise<FreshInitReply> {
+  override async freshInit(timeoutMs: number, request: FreshInitStep): Promise<FreshInitReply> {
+    const { step, nonce, argument, settings = {} } = request;
     const replies = await this.freshInitEverySlot(
       Math.max(timeoutMs, 10_000),
       step,

@@ -39,6 +39,7 @@ import { ClusterMember } from './cluster-member.js';
 import type { NodeConnection } from '../node-connection.js';
 import {
   DEFAULT_REPAIR_TIMING,
+  everyThirdOfMarkerTtl,
   laterCopy,
   mergeSettings,
   retried,
@@ -306,29 +307,20 @@ function keepMarkersAlive(
   timing: RepairTiming,
 ): MarkersKeeper {
   const stopped = new AbortController();
-  const stopOrClose = AbortSignal.any([stopped.signal, context.closing]);
-  void (async () => {
-    const every = Math.max(1, Math.floor(timing.markerTtlMs / 3));
-    while (!stopOrClose.aborted) {
-      try {
-        await context.clock.sleep(every, stopOrClose);
-      } catch {
-        return;
-      }
-      // A lost marker needs no action here: the raise and finish scripts check it, and the slot stays empty.
-      await target
-        .eachSlot(
-          'repair-renew',
-          Math.max(10_000, context.callTimeoutMs * 10),
-          'repair-marker',
-          scriptKeys['repair-marker'],
-          () => ['renew', repairId, timing.markerTtlMs],
-          (raw) => raw,
-          slots,
-        )
-        .catch(() => undefined);
-    }
-  })();
+  everyThirdOfMarkerTtl(context, timing, stopped.signal, async () => {
+    // A lost marker needs no action here: the raise and finish scripts check it, and the slot stays empty.
+    await target
+      .eachSlot(
+        'repair-renew',
+        Math.max(10_000, context.callTimeoutMs * 10),
+        'repair-marker',
+        scriptKeys['repair-marker'],
+        () => ['renew', repairId, timing.markerTtlMs],
+        (raw) => raw,
+        slots,
+      )
+      .catch(() => undefined);
+  });
   return {
     throwIfClosed: () => context.closing.throwIfAborted(),
     stop: () => stopped.abort(),
