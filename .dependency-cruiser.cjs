@@ -5,7 +5,7 @@
 // @fenced/coordinator's layers, lowest first: a file may import from its own layer and the ones below, never above.
 const COORDINATOR = '^packages/coordinator/src/';
 const LAYERS = [
-  ['errors\\.ts', 'redlock/', 'signing/'],
+  ['errors\\.ts', 'keys/', 'quorum/', 'signing/'],
   ['options\\.ts'],
   ['scripts/'],
   ['nodes/'],

@@ -169,7 +169,7 @@ export class ScenarioContext {
 
   /** The Redis key that holds the run's lease on each node: plain Redlock uses the resource name itself. */
   get leaseKey(): string {
-    // The coordinator's layout (packages/coordinator/src/redlock/keys.ts); run resources need no escaping.
+    // The coordinator's layout (packages/coordinator/src/keys/key-layout.ts); run resources need no escaping.
     return this.mode === 'fenced' ? `${this.keyPrefix}:{${this.resource}}:lease` : this.resource;
   }
 

@@ -30,7 +30,7 @@ import { Coordinator } from '@fenced/coordinator';
 import { startRedisNodes } from '@fenced/test-utils/redis-cluster';
 import { Redis } from 'ioredis';
 import type { default as RedlockClass } from '../../node_modules/redlock/dist/index.js';
-import { nodeStateKeys, resourceKeys } from '../../packages/coordinator/src/redlock/keys.js';
+import { nodeStateKeys, resourceKeys } from '../../packages/coordinator/src/keys/key-layout.js';
 import { loadScriptSource } from '../../packages/coordinator/src/scripts/scripts.js';
 import { positiveInteger } from '../suite/options.js';
 import { redlockSources } from './redlock-scripts.js';

@@ -13,7 +13,7 @@ import { Coordinator } from '@fenced/coordinator';
 import { Cluster, Redis } from 'ioredis';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
-import { keySlot } from '../../packages/coordinator/src/redlock/slots.js';
+import { keySlot } from '../../packages/coordinator/src/keys/slots.js';
 
 const { values } = parseArgs({
   options: {

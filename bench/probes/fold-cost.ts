@@ -22,7 +22,11 @@ import {
   foldIntervalMs,
   type FoldNode,
 } from '../../packages/coordinator/src/nodes/fold.js';
-import { nodeStateKeys, resourceKeys, tokenKeyPattern } from '../../packages/coordinator/src/redlock/keys.js';
+import {
+  nodeStateKeys,
+  resourceKeys,
+  tokenKeyPattern,
+} from '../../packages/coordinator/src/keys/key-layout.js';
 import { loadScriptSource } from '../../packages/coordinator/src/scripts/scripts.js';
 import { positiveInteger } from '../suite/options.js';
 import { redisCpuSeconds } from '../suite/environment.js';

@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { freePort } from '@fenced/test-utils/free-port';
 import { redisServerArgs } from '@fenced/test-utils/redis-node';
 import { Redis } from 'ioredis';
-import { nodeStateKeys, resourceKeys } from '../../packages/coordinator/src/redlock/keys.js';
+import { nodeStateKeys, resourceKeys } from '../../packages/coordinator/src/keys/key-layout.js';
 import { MAX_BATCH_SIZE } from '../../packages/coordinator/src/scripts/script-batcher.js';
 import { loadScriptSource } from '../../packages/coordinator/src/scripts/scripts.js';
 import { positiveInteger } from '../suite/options.js';

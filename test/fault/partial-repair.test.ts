@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { loadScripts, runScript } from '../../packages/coordinator/src/scripts/scripts.js';
-import { nodeStateKeys, tokenKeyPattern } from '../../packages/coordinator/src/redlock/keys.js';
+import { nodeStateKeys, tokenKeyPattern } from '../../packages/coordinator/src/keys/key-layout.js';
 import { interpretReply } from '../../packages/coordinator/src/scripts/script-results.js';
 import { FaultWorld, seedRegistersAhead, tokenKey, unique } from './support/fault-world.js';
 import { guardedCriticalSections, judge, recordedAcquire, until, type Verdict } from './support/verdict.js';

@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterSettingsError } from '@fenced/coordinator';
 import { Redlock } from '@fenced/redlock';
 import { History } from '@fenced/test-utils/history';
-import { resourceKeys, settingsKey } from '../../packages/coordinator/src/redlock/keys.js';
+import { resourceKeys, settingsKey } from '../../packages/coordinator/src/keys/key-layout.js';
 import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
 import { FaultWorld, leaseRef, seedRegistersAhead, unique } from './support/fault-world.js';
 import { judge, recordedAcquire, until, type Verdict } from './support/verdict.js';

@@ -13,7 +13,7 @@
 -- KEYS[3i+4]   token register   `<prefix>:{<resource>}:token` (or beside the lease key), `cur` as a decimal string
 --              (absent = floor; read as max(register, floor); on a stamped Cluster slot the promise goes to the floor,
 --              the slot's one register: include/node-state.lua)
--- (redlock/keys.ts: a lease key that is not the record holds exactly the lease id, as node-redlock's does.)
+-- (keys/key-layout.ts: a lease key that is not the record holds exactly the lease id, as node-redlock's does.)
 -- ARGV[4i-3]   lease id (base64url, never contains '|')
 -- ARGV[4i-2]   ttl in milliseconds (integer)
 -- ARGV[4i-1]   proposed token t (canonical decimal string, 1 ..= 2^63-1)
@@ -87,7 +87,7 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   -- itself). Script time stands still, so a key present for NX is still present for the GET.
   local record = lease_id .. '|' .. proposal
   local value = record_key == lease_key and record or lease_id
-  -- A record of its own is held too (redlock/keys.ts): with node-redlock's key beside a 'fenced' record, a Coordinator
+  -- A record of its own is held too (keys/key-layout.ts): with node-redlock's key beside a 'fenced' record, a Coordinator
   -- holds only the record, so it is checked before the lease key is taken.
   if record_key ~= lease_key then
     local other = redis.call('GET', record_key)

@@ -44,7 +44,7 @@ if recorded.max_ttl ~= nil and tonumber(ARGV[2]) > recorded.max_ttl then
 end
 
 local value = redis.call('GET', KEYS[3])
--- node-redlock's key beside a 'fenced' record (holdRedlockKey, redlock/keys.ts) is absent while the record is ours
+-- node-redlock's key beside a 'fenced' record (holdRedlockKey, keys/key-layout.ts) is absent while the record is ours
 -- after a repair, which restores the record alone (nodes/repair.ts): the lease is still held here, and the key is
 -- taken again so node-redlock stays excluded on this node too.
 if value == false and KEYS[4] ~= KEYS[3] and key_layout(KEYS[3], KEYS[4]) == 'fenced' then

@@ -6,7 +6,7 @@
 -- the argument needs.
 --
 -- The keys are in many slots, so they cannot be declared (Redis Cluster refuses a call whose declared keys cross
--- slots): the call carries each slot's tag and the text around it (redlock/keys.ts, slotKeyTemplate: key = head ..
+-- slots): the call carries each slot's tag and the text around it (keys/key-layout.ts, slotKeyTemplate: key = head ..
 -- tag .. tail), and goes to the master's own connection. A script without a shebang line may touch undeclared keys
 -- of several slots, but only slots this node serves: for any other key (the slot moved, or is migrating and the key
 -- is not here) Redis raises "Script attempted to access a non local key" and the call fails. The steps it ran

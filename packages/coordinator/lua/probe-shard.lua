@@ -4,7 +4,7 @@
 -- instead of two GETs per slot (2 × 16 384 per member at every start-up and re-check).
 --
 -- The keys are in many slots, so they cannot be declared: the call carries each slot's tag and the text around it
--- (redlock/keys.ts, slotKeyTemplate: key = head .. tag .. tail), and goes to the master's own connection. Redis
+-- (keys/key-layout.ts, slotKeyTemplate: key = head .. tag .. tail), and goes to the master's own connection. Redis
 -- refuses, inside the script, a key of a slot this node does not serve ("Script attempted to access a non local
 -- key"); the caller then reads those slots one by one.
 --

@@ -35,7 +35,7 @@ export { MAX_LEASE_RESOURCES, lockOrder } from './lease/multi-lease.js';
 export type { SigningKey } from './signing/lease-signer.js';
 export { DEFAULT_COORDINATOR_OPTIONS } from './options.js';
 export type { CoordinatorOptions, CoordinatorSettings } from './options.js';
-export type { KeyLayout } from './redlock/keys.js';
+export type { KeyLayout } from './keys/key-layout.js';
 export {
   CoordinatorClosedError,
   MalformedReplyError,

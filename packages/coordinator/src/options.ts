@@ -8,9 +8,9 @@ import {
   mergeOptions,
   type NumberRange,
 } from '@fenced/shared';
-import { MAX_TIMER_MS } from './redlock/timer-limit.js';
-import { KEY_LAYOUTS, type KeyLayout } from './redlock/keys.js';
-import { driftMs } from './redlock/validity.js';
+import { MAX_TIMER_MS } from './quorum/timer-limit.js';
+import { KEY_LAYOUTS, type KeyLayout } from './keys/key-layout.js';
+import { driftMs } from './quorum/validity.js';
 import type { SigningKey } from './signing/lease-signer.js';
 
 /**
@@ -47,7 +47,7 @@ export interface CoordinatorOptions {
    */
   keyPrefix?: string;
   /**
-   * Where each resource's keys live (redlock/keys.ts). `'fenced'`: `${keyPrefix}:{<resource>}:lease` holding
+   * Where each resource's keys live (keys/key-layout.ts). `'fenced'`: `${keyPrefix}:{<resource>}:lease` holding
    * `<leaseId>|<token>`. `'redlock'`: node-redlock's lease keys: the lease key is the resource name itself holding
    * exactly the lease id (what a redlock lock's `value` is), with the token register and the lease's record beside it
    * in the same cluster slot under `${keyPrefix}:{<slot tag>}:<resource>:…`; resource names starting with
@@ -62,7 +62,7 @@ export interface CoordinatorOptions {
    * holding the lease id (`SET <resource> <leaseId> NX PX`, deleted and extended only while it holds it), in the same
    * script as the lease's `'fenced'` record and token register. An acquire is then granted only where both are free,
    * so node-redlock workers and this process exclude each other on nodes of either layout (the `'redlock'` layout's
-   * lease key is that key already), while the token register stays the cluster's one (redlock/keys.ts). Not one of
+   * lease key is that key already), while the token register stays the cluster's one (keys/key-layout.ts). Not one of
    * the recorded settings: it adds an exclusion, not a register. Resource names starting with `${keyPrefix}:` are
    * then refused, and so, when a node is a Redis Cluster, are names whose own hash tag or `{`, `}`, `%` put that key
    * in another slot than the record. The redlock drop-in (`@fenced/redlock`) runs with it on.

@@ -112,7 +112,7 @@ export class Redlock extends EventEmitter {
       // it initializes records REDLOCK_MAX_TTL_MS, so a duration is granted as asked (see the README, Durations).
       clusterSettings: fencedSettings.maxTtlMs === undefined ? 'adopt' : 'require-match',
       maxTtlMs: REDLOCK_MAX_TTL_MS,
-      // redlock's own lease keys: the resource name holding the lock's value (redlock/keys.ts in the coordinator).
+      // redlock's own lease keys: the resource name holding the lock's value (keys/key-layout.ts in the coordinator).
       keyLayout: 'redlock',
       // On nodes recorded in the 'fenced' layout (a Coordinator or the service initialized them) the lock also holds
       // that key beside the cluster's own record and register, so node-redlock workers and this one still exclude

@@ -20,7 +20,7 @@ import {
   resourceKeyPattern,
   resourceKeys,
   tokenKeyPattern,
-} from '../../../packages/coordinator/src/redlock/keys.js';
+} from '../../../packages/coordinator/src/keys/key-layout.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 
 let env: RedisNodes;

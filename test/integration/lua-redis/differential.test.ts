@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
 import { RespConnection, RespError, type RespValue } from '@fenced/test-utils/resp-connection';
-import { SLOT_COUNT } from '../../../packages/coordinator/src/redlock/slots.js';
+import { SLOT_COUNT } from '../../../packages/coordinator/src/keys/slots.js';
 import { SCRIPT_NAMES } from '../../../packages/coordinator/src/scripts/scripts.js';
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
 import { Keyspace, RedisError, type KeyDump, type StoredValue } from '../../support/lua-redis/keyspace.js';

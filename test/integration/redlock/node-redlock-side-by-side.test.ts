@@ -12,7 +12,7 @@ import { lockValue } from './redlock-fixture.js';
 // and must exclude each other, whoever initialized the nodes. A Coordinator on its defaults records the 'fenced' key
 // layout; a @fenced/redlock Redlock on its defaults records 'redlock'. On 'fenced' nodes the drop-in keeps the
 // cluster's one token register and record and also holds node-redlock's key, the resource name (the coordinator's
-// `holdRedlockKey`, redlock/keys.ts); on 'redlock' nodes that key is its lease key anyway. The negative control runs
+// `holdRedlockKey`, keys/key-layout.ts); on 'redlock' nodes that key is its lease key anyway. The negative control runs
 // the drop-in with `holdRedlockKey: false` on 'fenced' nodes and must show both sides granted at once.
 
 const DURATION = 30_000;

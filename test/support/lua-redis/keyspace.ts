@@ -22,7 +22,7 @@
  *   non-zero cursor), expired keys are skipped. Keys are ordered by a 32-bit FNV-1a hash and the cursor is the next
  *   hash to examine (masked to 32 bits, as Redis masks it with its table size), so a key added or removed between
  *   calls moves no other key.
- * - A Cluster member's shard keeps its keys per slot (keySlot, the coordinator's own CRC16 in redlock/slots.ts),
+ * - A Cluster member's shard keeps its keys per slot (keySlot, the coordinator's own CRC16 in keys/slots.ts),
  *   serves a set of slots, answers CLUSTER MYID, COUNTKEYSINSLOT and GETKEYSINSLOT (newest key first: Redis 7.0 prepends a
  *   key to its slot's list), refuses a script's access to a key of a slot it does not serve (or of a slot it is
  *   migrating away when the key is no longer here), and moves keys to another shard in batches like MIGRATE
@@ -30,7 +30,7 @@
  *
  * Strings are kept as JavaScript strings (UTF-8 decoded), which is exact for the project's keys and values (ASCII).
  */
-import { keySlot, SLOT_COUNT } from '../../../packages/coordinator/src/redlock/slots.js';
+import { keySlot, SLOT_COUNT } from '../../../packages/coordinator/src/keys/slots.js';
 
 /** A Redis error reply: `message` is the whole line without the leading '-', e.g. `ERR syntax error`. */
 export class RedisError extends Error {

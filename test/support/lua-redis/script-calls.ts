@@ -1,7 +1,7 @@
 /**
  * The argument layouts of the coordinator's scripts, in one table: for each script (packages/coordinator/lua), how
  * to generate its KEYS and ARGV as the coordinator builds them (nodes/node-connection.ts, nodes/cluster/cluster-member.ts,
- * with the key builders of redlock/keys.ts), plus the edge cases a caller bug or a corrupt node could bring (wrong
+ * with the key builders of keys/key-layout.ts), plus the edge cases a caller bug or a corrupt node could bring (wrong
  * argument counts, non-integer and overflowing ttls, 19-digit tokens, non-tokens, keys of the wrong type). The
  * differential test (test/integration/lua-redis/differential.test.ts) draws every call from here, and draws the
  * initial keyspace from the same key universe, so a script's argument layout lives in this one place: when a
@@ -23,8 +23,8 @@ import {
   tokenKeyPattern,
   type KeyLayout,
   type ResourceKeys,
-} from '../../../packages/coordinator/src/redlock/keys.js';
-import { keySlot, slotTag } from '../../../packages/coordinator/src/redlock/slots.js';
+} from '../../../packages/coordinator/src/keys/key-layout.js';
+import { keySlot, slotTag } from '../../../packages/coordinator/src/keys/slots.js';
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
 import { globMatch, type KeyDump, type StoredValue } from './keyspace.js';
 import type { ScriptReply } from './lua-redis.js';
@@ -241,7 +241,7 @@ export const initialState: fc.Arbitrary<KeyDump[]> = fc
 const resource = fc.tuple(fc.constantFrom(...RESOURCES), fc.constantFrom(...LAYOUTS));
 /**
  * A resource as the lease scripts see it: its name, layout and whether the lease key is node-redlock's (the resource
- * name) beside a 'fenced' record (`holdRedlockKey`, redlock/keys.ts). That key is the 'redlock' layout's lease key,
+ * name) beside a 'fenced' record (`holdRedlockKey`, keys/key-layout.ts). That key is the 'redlock' layout's lease key,
  * already in the universe.
  */
 const leaseResource = fc.tuple(fc.constantFrom(...RESOURCES), fc.constantFrom(...LAYOUTS), fc.boolean());

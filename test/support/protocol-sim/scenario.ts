@@ -19,9 +19,9 @@ import { resolveOptions, type CoordinatorSettings } from '../../../packages/coor
 import { attemptAcquire } from '../../../packages/coordinator/src/protocol/acquire-attempt.js';
 import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import { Releaser } from '../../../packages/coordinator/src/protocol/release.js';
-import { resourceKeys } from '../../../packages/coordinator/src/redlock/keys.js';
-import { quorumOf } from '../../../packages/coordinator/src/redlock/quorum.js';
-import { driftMs } from '../../../packages/coordinator/src/redlock/validity.js';
+import { resourceKeys } from '../../../packages/coordinator/src/keys/key-layout.js';
+import { quorumOf } from '../../../packages/coordinator/src/quorum/quorum.js';
+import { driftMs } from '../../../packages/coordinator/src/quorum/validity.js';
 import {
   repairNode,
   type RepairContext,

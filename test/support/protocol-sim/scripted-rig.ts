@@ -15,7 +15,7 @@ import {
   type CoordinatorSettings,
 } from '../../../packages/coordinator/src/options.js';
 import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
-import { quorumOf } from '../../../packages/coordinator/src/redlock/quorum.js';
+import { quorumOf } from '../../../packages/coordinator/src/quorum/quorum.js';
 import { SimNodeModel } from './sim-node.js';
 import { SimNode, SimWorld } from './sim-world.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keySlot, slotTag } from '../../../packages/coordinator/src/redlock/slots.js';
+import { keySlot, slotTag } from '../../../packages/coordinator/src/keys/slots.js';
 import {
   assignSlot,
   beginSlotMigration,

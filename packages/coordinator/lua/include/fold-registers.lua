@@ -33,7 +33,7 @@ local function fold_registers(keys, floor_key, floor, min_idle)
   local raised = floor
   local victims = {}
   for _, key in ipairs(keys) do
-    -- `<prefix>:{<tag>}:token` -> `<prefix>:{<tag>}:lease`: the lease's record, in either key layout (redlock/keys.ts)
+    -- `<prefix>:{<tag>}:token` -> `<prefix>:{<tag>}:lease`: the lease's record, in either key layout (keys/key-layout.ts)
     local lease_key = string.sub(key, 1, #key - 5) .. 'lease'
     if redis.call('EXISTS', lease_key) == 0 and redis.call('EXISTS', key) == 1
         and redis.call('OBJECT', 'IDLETIME', key) >= min_idle then

@@ -2,7 +2,7 @@
 --
 -- A lease record holds `<leaseId>|<token>`: the lease id (base64url, never contains '|') and the decimal token of the
 -- grant. A value without '|' is a bare lease id (no token): what a lease key holds in the 'redlock' key layout
--- (redlock/keys.ts), where the record is a separate key.
+-- (keys/key-layout.ts), where the record is a separate key.
 
 -- The lease id part of a lease value.
 local function lease_holder(value)
@@ -10,7 +10,7 @@ local function lease_holder(value)
   return sep and string.sub(value, 1, sep - 1) or value
 end
 
--- The key layout a call's lease key and record are in (redlock/keys.ts, keyLayoutOf: the same rule), told by where the
+-- The key layout a call's lease key and record are in (keys/key-layout.ts, keyLayoutOf: the same rule), told by where the
 -- record, and so the token register, lives: 'fenced' when the record is the lease key, or ends with its hash tag
 -- (`<prefix>:{<resource>}:lease`, also when the lease key beside it is node-redlock's, the resource name:
 -- `holdRedlockKey`); else 'redlock', whose record `<prefix>:{<slot tag>}:<resource>:lease` ends with the encoded

@@ -3,7 +3,7 @@ import { NodeSet, type NodeStatus } from '../nodes/node-set.js';
 import { parseNodeEntry } from '../nodes/node-address.js';
 import { resolveOptions } from '../options.js';
 import { inspectOnQuorum } from '../protocol/inspect.js';
-import { repairMarkerKey, resourceKeys } from '../redlock/keys.js';
+import { repairMarkerKey, resourceKeys } from '../keys/key-layout.js';
 import { coordinatorOptionsOf, type CliConfig } from './cli-config.js';
 
 /** One node as `status` reports it: the coordinator's node status plus what only the node itself knows. */

@@ -4,7 +4,7 @@
  * `votesFor` / `votesAgainst`). The types and the report hook; protocol/node-votes.ts reads each node's reply.
  *
  * Safety: nothing here sends a call or takes part in a decision. The report is built after the fact from the same
- * replies the vote counting used (redlock/quorum.ts `settled`, every node's final reply), so it cannot change
+ * replies the vote counting used (quorum/quorum.ts `settled`, every node's final reply), so it cannot change
  * what is granted (G1–G5 rest on the attempt and its Lua scripts, not on this file). It never carries a lease id.
  */
 

@@ -1,5 +1,5 @@
 import { ErrorCode, LeaseLostError, isFencedError } from '@fenced/shared';
-import { MAX_TIMER_MS } from '../redlock/timer-limit.js';
+import { MAX_TIMER_MS } from '../quorum/timer-limit.js';
 
 export interface LeaseKeeper {
   /** Aborted with a LeaseLostError once the lease cannot be kept. */

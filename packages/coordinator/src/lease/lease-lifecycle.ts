@@ -1,6 +1,6 @@
 import { LeaseLostError } from '@fenced/shared';
 import type { LeaseWatch } from './lease-watch.js';
-import { monotonicNow } from '../redlock/validity.js';
+import { monotonicNow } from '../quorum/validity.js';
 import type { AttemptReportOptions } from './attempt-report.js';
 
 /**

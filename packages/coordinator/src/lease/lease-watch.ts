@@ -1,5 +1,5 @@
 import { LeaseLostError } from '@fenced/shared';
-import { MAX_TIMER_MS } from '../redlock/timer-limit.js';
+import { MAX_TIMER_MS } from '../quorum/timer-limit.js';
 import { keepLeaseAlive, type KeptLease, type LeaseKeeper } from './keep-lease-alive.js';
 
 /**

@@ -1,7 +1,7 @@
 import { LeaseLostError } from '@fenced/shared';
 import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
-import { monotonicNow } from '../redlock/validity.js';
+import { monotonicNow } from '../quorum/validity.js';
 import { reportAttempt, type AttemptReportOptions, type NodeVote, type VotesSink } from './attempt-report.js';
 
 /** A granted lease. Its `token` is the fencing token to present to the guarded store. */

@@ -2,7 +2,7 @@ import { fencesOf, InvalidRequestError, LeaseLostError, type FencedLease } from 
 import type { LeaseGrant, LeaseOperations } from './lease.js';
 import { LeaseLifecycle } from './lease-lifecycle.js';
 import { LeaseWatch, type LeaseWatchContext, type LeaseWatchOptions } from './lease-watch.js';
-import { monotonicNow } from '../redlock/validity.js';
+import { monotonicNow } from '../quorum/validity.js';
 import { reportAttempt, type AttemptReportOptions, type NodeVote } from './attempt-report.js';
 
 /** Most resources one multi-resource lease may cover. */

@@ -10,7 +10,7 @@ import type { AttemptReport, AttemptReportOptions } from './attempt-report.js';
 import type { AcquireOptions, LeaseWatchOptions } from './lease-watch.js';
 import { validateResourceList } from './multi-lease.js';
 import { integer, MAX_TIMER_MS, smallestUsableTtlMs, type CoordinatorSettings } from '../options.js';
-import { redlockKeySlotSplit, resourceNameClash } from '../redlock/keys.js';
+import { redlockKeySlotSplit, resourceNameClash } from '../keys/key-layout.js';
 
 /**
  * The settings a request is checked against: the coordinator's, and whether one of its nodes is a Redis Cluster
@@ -100,7 +100,7 @@ export function validateResources(
 /**
  * A valid resource name that is not inside this coordinator's own namespace when the lease key is the resource name
  * (keyLayout `'redlock'`, or `holdRedlockKey`), and, with `holdRedlockKey` on a Redis Cluster member, whose name
- * key shares the slot of its `'fenced'` record (redlock/keys.ts, redlockKeySlotSplit).
+ * key shares the slot of its `'fenced'` record (keys/key-layout.ts, redlockKeySlotSplit).
  */
 export function validateResource(settings: Settings, resource: unknown): string {
   const name = validateResourceName(resource);

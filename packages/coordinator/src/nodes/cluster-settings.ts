@@ -12,7 +12,7 @@
  *   one configured lower would refuse leases the cluster grants. A process configured otherwise refuses to start,
  *   naming both values, unless `clusterSettings: 'adopt'`.
  *
- * - `keyLayout` (redlock/keys.ts): where a resource's token register lives. Two processes with different layouts keep
+ * - `keyLayout` (keys/key-layout.ts): where a resource's token register lives. Two processes with different layouts keep
  *   two registers for the same resource, so their tokens could repeat or go backwards (G2). A node initialized before
  *   the layout was recorded holds the `'fenced'` layout (the only one there was), and is recorded so. A process
  *   configured otherwise refuses to start, unless `clusterSettings: 'adopt'` (it then runs with the recorded layout).
@@ -43,7 +43,7 @@
 import { ErrorCode, FencedError } from '@fenced/shared';
 
 import type { ClusterSettingsMode } from '../options.js';
-import { KEY_LAYOUTS, type KeyLayout } from '../redlock/keys.js';
+import { KEY_LAYOUTS, type KeyLayout } from '../keys/key-layout.js';
 
 /** The settings as recorded on one node; a field that is absent or unreadable is undefined. */
 export interface RecordedSettings {

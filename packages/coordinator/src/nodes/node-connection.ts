@@ -41,7 +41,7 @@ import {
   resourceKeyPattern,
   tokenKeyPattern,
   type NodeStateKeys,
-} from '../redlock/keys.js';
+} from '../keys/key-layout.js';
 import type { ProtocolNode } from './protocol-node.js';
 import type { FreshInitStep } from './fresh-cluster.js';
 import { NodeScopes } from './node-scopes.js';

@@ -13,8 +13,8 @@
  * Tests that fail when this breaks: test/unit/coordinator/nodes/node-scopes.test.ts,
  * test/fault/cluster-amnesia.test.ts, test/fault/flushed-node.test.ts.
  */
-import { nodeStateKeys, type NodeStateKeys } from '../redlock/keys.js';
-import { keySlot, SLOT_COUNT } from '../redlock/slots.js';
+import { nodeStateKeys, type NodeStateKeys } from '../keys/key-layout.js';
+import { keySlot, SLOT_COUNT } from '../keys/slots.js';
 
 export class NodeScopes {
   /** How many scopes: 1 for a standalone node, SLOT_COUNT for a Cluster member. */

@@ -1,7 +1,7 @@
 import type { QuorumUnavailableError } from '@fenced/shared';
 import type { CoordinatorSettings } from '../options.js';
-import type { ResourceKeys } from '../redlock/keys.js';
-import type { NodeReply } from '../redlock/quorum.js';
+import type { ResourceKeys } from '../keys/key-layout.js';
+import type { NodeReply } from '../quorum/quorum.js';
 import type {
   AcquireReply,
   ExtendReply,

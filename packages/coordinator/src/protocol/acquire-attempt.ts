@@ -3,11 +3,11 @@
  *
  * Safety argument, in the order the code keeps it:
  * 1. The lease: acquire.lua sets the lease key only when it is absent or already ours, so two attempts cannot both
- *    collect `quorum` votes at once — any two majorities share a node (redlock/quorum.ts).
+ *    collect `quorum` votes at once — any two majorities share a node (quorum/quorum.ts).
  * 2. The token: it is handed out only with a majority of *promises* (acquire.lua's folded-in first round, then
  *    tokens/promise-rounds.ts); a majority of lease votes is not enough. Counting promises of fewer than `quorum`
  *    nodes would let two grants share a token or go backwards (G2).
- * 3. Validity (redlock/validity.ts) is `ttl − elapsed − drift`, measured on the monotonic clock from the start of
+ * 3. Validity (quorum/validity.ts) is `ttl − elapsed − drift`, measured on the monotonic clock from the start of
  *    *this* attempt — before its first vote was sent, so every node's key expires no earlier than `start + ttl` —
  *    and after every round trip the attempt needed, including the token rounds. A lease with validity at or
  *    below `minValidityMs` is released and never handed out: no caller gets an already-expired lease. No token
@@ -26,9 +26,9 @@
  */
 import { NodeTimeoutError } from '../errors.js';
 import type { LeaseGrant } from '../lease/lease.js';
-import type { ResourceKeys } from '../redlock/keys.js';
-import { fanOut, maxAgainst } from '../redlock/quorum.js';
-import { driftMs, validityMs } from '../redlock/validity.js';
+import type { ResourceKeys } from '../keys/key-layout.js';
+import { fanOut, maxAgainst } from '../quorum/quorum.js';
+import { driftMs, validityMs } from '../quorum/validity.js';
 import type { AcquireReply } from '../scripts/script-results.js';
 import { promiseRounds } from '../tokens/promise-rounds.js';
 import type { TokenProposer } from '../tokens/proposal.js';

@@ -45,7 +45,7 @@
 import { QuorumUnavailableError } from '@fenced/shared';
 import { TokenExhaustedError } from '../errors.js';
 import type { LeaseGrant } from '../lease/lease.js';
-import type { ResourceKeys } from '../redlock/keys.js';
+import type { ResourceKeys } from '../keys/key-layout.js';
 import type { ReleaseSubscription } from './waiters.js';
 import type { AttemptResult } from './acquire-attempt.js';
 import { reportAttempt, type AttemptReportOptions, type NodeVote } from '../lease/attempt-report.js';

@@ -16,9 +16,9 @@
  */
 import { InvalidRequestError, LeaseLostError } from '@fenced/shared';
 import type { LeaseGrant } from '../lease/lease.js';
-import type { ResourceKeys } from '../redlock/keys.js';
-import { fanOut, maxAgainst } from '../redlock/quorum.js';
-import { driftMs, validityMs } from '../redlock/validity.js';
+import type { ResourceKeys } from '../keys/key-layout.js';
+import { fanOut, maxAgainst } from '../quorum/quorum.js';
+import { driftMs, validityMs } from '../quorum/validity.js';
 import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { Releaser } from './release.js';
 import type { VotesSink } from '../lease/attempt-report.js';

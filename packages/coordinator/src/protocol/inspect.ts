@@ -1,5 +1,5 @@
-import type { ResourceKeys } from '../redlock/keys.js';
-import { fanOut } from '../redlock/quorum.js';
+import type { ResourceKeys } from '../keys/key-layout.js';
+import { fanOut } from '../quorum/quorum.js';
 import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 
 /**

@@ -1,10 +1,10 @@
 /**
  * Each node's vote (lease/attempt-report.ts) from its final reply to one acquire, extend or release call.
  *
- * Safety: read only. These functions look at replies the protocol already received and decided on (redlock/quorum.ts
+ * Safety: read only. These functions look at replies the protocol already received and decided on (quorum/quorum.ts
  * `settled`); they send nothing and no decision reads what they return, so G1–G5 do not depend on them.
  */
-import type { NodeReply } from '../redlock/quorum.js';
+import type { NodeReply } from '../quorum/quorum.js';
 import type { AcquireReply, ExtendReply, ReleaseReply } from '../scripts/script-results.js';
 import type { NodeVote, NodeVoteAgainst } from '../lease/attempt-report.js';
 

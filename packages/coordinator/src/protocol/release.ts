@@ -8,8 +8,8 @@
  * that missed the release is retried in the background a bounded number of times, and the ttl ends the lease
  * anyway.
  */
-import type { ResourceKeys } from '../redlock/keys.js';
-import { fanOut, type FanOutResult, type NodeReply } from '../redlock/quorum.js';
+import type { ResourceKeys } from '../keys/key-layout.js';
+import { fanOut, type FanOutResult, type NodeReply } from '../quorum/quorum.js';
 import type { ReleaseReply } from '../scripts/script-results.js';
 import type { ProtocolContext, ProtocolNode } from '../nodes/protocol-node.js';
 

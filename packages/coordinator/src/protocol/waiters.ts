@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { withTimeout, type NodeConnection, type NodeErrorSink } from '../nodes/node-connection.js';
-import { quorumOf } from '../redlock/quorum.js';
+import { quorumOf } from '../quorum/quorum.js';
 
 /** The waiters of one channel, in arrival order, and which of them the latest release was handed to. */
 interface ChannelWaiters {

@@ -4,10 +4,10 @@
  * the simulation's script table take a script's keys from here, so a script whose KEYS change changes in two places:
  * its Lua file and its entry below (test/unit/coordinator/scripts/script-keys.test.ts holds the two together).
  *
- * `k` is one scope's node-state keys (redlock/keys.ts, `nodeStateKeys`: a standalone node's, or one Cluster slot's);
+ * `k` is one scope's node-state keys (keys/key-layout.ts, `nodeStateKeys`: a standalone node's, or one Cluster slot's);
  * `r` a resource's keys (`resourceKeys`).
  */
-import { freshMarkKey, leaseKeyOfRecord, type NodeStateKeys, type ResourceKeys } from '../redlock/keys.js';
+import { freshMarkKey, leaseKeyOfRecord, type NodeStateKeys, type ResourceKeys } from '../keys/key-layout.js';
 
 type LeaseKeys = Pick<ResourceKeys, 'lease' | 'record'>;
 type TokenKeys = Pick<ResourceKeys, 'lease' | 'record' | 'token'>;
@@ -51,7 +51,7 @@ export const scriptKeys = {
 /**
  * repair-raise.lua's KEYS and ARGV together (they interleave): the repair marker and the floor, each register with
  * its value, then each live lease as its record (`<leaseId>|<token>`, the key a repair read) and its lease key (the
- * same key in the 'fenced' layout, the resource name in the 'redlock' layout: redlock/keys.ts) with its value and
+ * same key in the 'fenced' layout, the resource name in the 'redlock' layout: keys/key-layout.ts) with its value and
  * remaining ttl.
  */
 export function repairRaiseCall(

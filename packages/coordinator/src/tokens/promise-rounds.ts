@@ -25,8 +25,8 @@
  * fault suite's token checker on real nodes.
  */
 import type { QuorumUnavailableError } from '@fenced/shared';
-import type { ResourceKeys } from '../redlock/keys.js';
-import { fanOut } from '../redlock/quorum.js';
+import type { ResourceKeys } from '../keys/key-layout.js';
+import { fanOut } from '../quorum/quorum.js';
 import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { TokenProposer } from './proposal.js';
 

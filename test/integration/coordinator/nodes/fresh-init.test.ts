@@ -9,7 +9,7 @@ import {
   incarnationKey,
   nodeStateKeys,
   settingsKey,
-} from '../../../../packages/coordinator/src/redlock/keys.js';
+} from '../../../../packages/coordinator/src/keys/key-layout.js';
 import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
 import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';

@@ -1,4 +1,4 @@
-// The 'redlock' key layout (redlock/keys.ts) on real nodes: the lease key is the resource name holding exactly the
+// The 'redlock' key layout (keys/key-layout.ts) on real nodes: the lease key is the resource name holding exactly the
 // lease id, and every script that reads a lease (acquire, extend, release, inspect, the repair's copy, fold) finds
 // the lease's record and token register beside it. The layout is one of the cluster's settings: a process in the
 // other layout refuses to start on the same nodes, since it would keep a second token register per resource.

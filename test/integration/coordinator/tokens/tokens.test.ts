@@ -15,7 +15,7 @@ import {
   type CoordinatorFixture,
 } from '../../../fixtures/coordinator-fixture.js';
 import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
-import { quorumOf } from '../../../../packages/coordinator/src/redlock/quorum.js';
+import { quorumOf } from '../../../../packages/coordinator/src/quorum/quorum.js';
 
 let env: RedisNodes;
 let raw: Redis[];

@@ -62,7 +62,7 @@ describe('areaOf', () => {
     expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/service/src/server.ts` })).toBe(
       'fenced http layer',
     );
-    expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/coordinator/src/redlock/quorum.ts` })).toBe(
+    expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/coordinator/src/quorum/quorum.ts` })).toBe(
       'fenced coordinator',
     );
     expect(areaOf({ functionName: 'x', url: `${ROOT}/packages/shared/src/token.ts` })).toBe('fenced shared');

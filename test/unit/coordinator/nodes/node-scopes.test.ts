@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NodeScopes } from '../../../../packages/coordinator/src/nodes/node-scopes.js';
-import { nodeStateKeys, resourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
-import { keySlot, SLOT_COUNT } from '../../../../packages/coordinator/src/redlock/slots.js';
+import { nodeStateKeys, resourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
+import { keySlot, SLOT_COUNT } from '../../../../packages/coordinator/src/keys/slots.js';
 
 describe('NodeScopes', () => {
   it('a standalone node has one scope holding its own node-state keys', () => {

@@ -6,7 +6,7 @@
 // These tests kill mutants 09 and the seal rows of test/mutants/ (docs/mutation-testing.md).
 import { describe, expect, it } from 'vitest';
 import { repairNode, type RepairContext } from '../../../../packages/coordinator/src/nodes/repair.js';
-import { resourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
+import { resourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
 import { SIM_REPAIR_TIMING } from '../../../support/protocol-sim/scenario.js';
 import { scriptedRig, type ScriptedRig } from '../../../support/protocol-sim/scripted-rig.js';
 

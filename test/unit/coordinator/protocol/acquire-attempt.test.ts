@@ -10,7 +10,7 @@ import {
   type AttemptResult,
 } from '../../../../packages/coordinator/src/protocol/acquire-attempt.js';
 import { Releaser } from '../../../../packages/coordinator/src/protocol/release.js';
-import { resourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
+import { resourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
 import { TokenProposer } from '../../../../packages/coordinator/src/tokens/proposal.js';
 import { SimNodeModel } from '../../../support/protocol-sim/sim-node.js';
 import { scriptedRig, type ScriptedRig, type Schedule } from '../../../support/protocol-sim/scripted-rig.js';

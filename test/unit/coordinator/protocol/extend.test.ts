@@ -7,7 +7,7 @@ import { LeaseLostError } from '@fenced/shared';
 import { describe, expect, it } from 'vitest';
 import { extendOnQuorum } from '../../../../packages/coordinator/src/protocol/extend.js';
 import type { Releaser } from '../../../../packages/coordinator/src/protocol/release.js';
-import { resourceKeys, type ResourceKeys } from '../../../../packages/coordinator/src/redlock/keys.js';
+import { resourceKeys, type ResourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
 import { scriptedRig, type ScriptedRig } from '../../../support/protocol-sim/scripted-rig.js';
 
 const RESOURCE = 'extended';

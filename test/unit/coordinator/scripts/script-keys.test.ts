@@ -1,4 +1,4 @@
-// Each script's KEYS as scripts/script-keys.ts builds them, held against the contract block at the head of the
+// Each script's KEYS as packages/coordinator/src/scripts/script-keys.ts builds them, held against the contract block at the head of the
 // script's Lua file: every `KEYS[n] <role>` the block names must be the key of that role at position n. A script
 // whose key order changes in one place and not the other fails here.
 import { readFileSync } from 'node:fs';
@@ -9,7 +9,7 @@ import {
   resourceKeys,
   type NodeStateKeys,
   type ResourceKeys,
-} from '../../../../packages/coordinator/src/redlock/keys.js';
+} from '../../../../packages/coordinator/src/keys/key-layout.js';
 import { repairRaiseCall, scriptKeys } from '../../../../packages/coordinator/src/scripts/script-keys.js';
 import type { ScriptName } from '../../../../packages/coordinator/src/scripts/script-results.js';
 import { scriptUrl } from '../../../../packages/coordinator/src/scripts/scripts.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TokenProposer } from '../../../../packages/coordinator/src/tokens/proposal.js';
-import { VoteTally } from '../../../../packages/coordinator/src/redlock/quorum.js';
+import { VoteTally } from '../../../../packages/coordinator/src/quorum/quorum.js';
 
 /**
  * A pure model of the token protocol of DESIGN §3 — nodes with `cur` registers, clients proposing through the

@@ -5,7 +5,7 @@
  * Safety argument:
  * - **Atomicity stays per script.** A resource's keys share its hash tag, so they live in one slot s; the node state
  *   each script reads (incarnation, floor, seal epoch, settings, repair and init markers) is built by
- *   `nodeStateKeys(prefix, s)` to live in that same slot (redlock/slots.ts). Redis Cluster runs a script on the one
+ *   `nodeStateKeys(prefix, s)` to live in that same slot (keys/slots.ts). Redis Cluster runs a script on the one
  *   shard serving s, atomically, exactly as a standalone node runs it: the incarnation check, the floor read, the
  *   seal check and the promise are one call. So everything DESIGN §3 argues for one node holds for each (member,
  *   slot) pair, and the quorum arithmetic is over members: for a resource in slot s, member i's vote is the vote of
@@ -52,9 +52,9 @@ import {
   tokenKeyPattern,
   type NodeStateKeys,
   type SlotKeyTemplate,
-} from '../../redlock/keys.js';
-import { keySlot, SLOT_COUNT } from '../../redlock/slots.js';
-import { monotonicNow } from '../../redlock/validity.js';
+} from '../../keys/key-layout.js';
+import { keySlot, SLOT_COUNT } from '../../keys/slots.js';
+import { monotonicNow } from '../../quorum/validity.js';
 import {
   NodeConnection,
   waitForReady,

@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { ProbeShardReply } from '../../scripts/script-results.js';
-import { slotTag } from '../../redlock/slots.js';
+import { slotTag } from '../../keys/slots.js';
 
 /**
  * Slots per call of a script over a shard (probe-shard.lua, fresh-init-shard.lua). Redis runs nothing else while a

@@ -32,7 +32,7 @@
  * checker must see tokens go backwards).
  */
 import { randomUUID } from 'node:crypto';
-import { keySlot } from '../../redlock/slots.js';
+import { keySlot } from '../../keys/slots.js';
 import { interpretReply, type RepairReadReply } from '../../scripts/script-results.js';
 import { repairRaiseCall, scriptKeys } from '../../scripts/script-keys.js';
 import { ClusterMember } from './cluster-member.js';
@@ -155,7 +155,7 @@ export async function repairEmptySlots(
         for (let i = 0; ok && (i < registers.length || i === 0); i += timing.batchSize) {
           const batch = registers.slice(i, i + timing.batchSize);
           const leaseBatch = i + timing.batchSize >= registers.length ? leases : [];
-          // Each live lease as its record and its lease key (one key in the 'fenced' layout; redlock/keys.ts).
+          // Each live lease as its record and its lease key (one key in the 'fenced' layout; keys/key-layout.ts).
           const { keys, args } = repairRaiseCall(k, prefix, repairId, floor, batch, leaseBatch);
           const raised = await retried(timing, () => target.script('repair-raise', timeout, keys, args));
           if (raised.kind !== 'raised') ok = false;

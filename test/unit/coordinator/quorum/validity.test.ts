@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { driftMs, validityMs } from '../../../../packages/coordinator/src/redlock/validity.js';
+import { driftMs, validityMs } from '../../../../packages/coordinator/src/quorum/validity.js';
 import {
   DEFAULT_COORDINATOR_OPTIONS,
   smallestUsableTtlMs,

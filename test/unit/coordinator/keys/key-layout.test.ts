@@ -10,8 +10,8 @@ import {
   resourceNameClash,
   slotKeyTemplate,
   tokenKeyPattern,
-} from '../../../../packages/coordinator/src/redlock/keys.js';
-import { keySlot, SLOT_COUNT, slotTag } from '../../../../packages/coordinator/src/redlock/slots.js';
+} from '../../../../packages/coordinator/src/keys/key-layout.js';
+import { keySlot, SLOT_COUNT, slotTag } from '../../../../packages/coordinator/src/keys/slots.js';
 
 /** Redis' hash tag rule: the text between the first '{' and the first '}' after it, if non-empty. */
 function hashTag(key: string): string {

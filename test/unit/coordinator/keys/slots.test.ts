@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SLOT_COUNT, keySlot, slotTag } from '../../../../packages/coordinator/src/redlock/slots.js';
+import { SLOT_COUNT, keySlot, slotTag } from '../../../../packages/coordinator/src/keys/slots.js';
 
 describe('keySlot', () => {
   it("matches Redis Cluster's published examples (CLUSTER KEYSLOT)", () => {

@@ -4,7 +4,7 @@ import {
   maxAgainst,
   quorumOf,
   VoteTally,
-} from '../../../../packages/coordinator/src/redlock/quorum.js';
+} from '../../../../packages/coordinator/src/quorum/quorum.js';
 
 const never = (): Promise<boolean> => new Promise(() => undefined);
 const vote = (value: boolean) => (): Promise<boolean> => Promise.resolve(value);
