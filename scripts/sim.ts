@@ -7,12 +7,20 @@
  *   npm run sim -- --variant floor-rule-off     search against a negative control's mutant instead of the shipped scripts
  *   npm run sim -- --replay '<case json>'       run one case again (the shrunk case a failure printed), with its log
  *   npm run sim -- --all                        go on after a violation (default: stop at the first)
+ *   npm run sim -- --without other-layout,other-node-count
+ *                                               leave out processes started with these settings (to look past a
+ *                                               violation already found)
  *
  * Prints each round's seed, the schedules run, grants checked, violations (seed, schedules needed, shrunk case) and,
  * at the end, per script and fold step how many schedules a cut struck right after it. Exits 1 on a violation.
  */
 import { parseArgs } from 'node:util';
-import { runNemesis, type NemesisCase, type NemesisVariant } from '../test/support/protocol-sim/nemesis.js';
+import {
+  runNemesis,
+  type ClientSettings,
+  type NemesisCase,
+  type NemesisVariant,
+} from '../test/support/protocol-sim/nemesis.js';
 import { searchNemesis } from '../test/support/protocol-sim/search.js';
 
 const { values } = parseArgs({
@@ -23,6 +31,7 @@ const { values } = parseArgs({
     replay: { type: 'string' },
     all: { type: 'boolean', default: false },
     'max-schedules': { type: 'string' },
+    without: { type: 'string' },
   },
 });
 const variant = values.variant as NemesisVariant;
@@ -43,6 +52,7 @@ const report = await searchNemesis({
   budgetMs: minutes * 60_000,
   seed,
   stopAtFirst: !values.all,
+  without: (values.without?.split(',') ?? []) as ClientSettings[],
   ...(values['max-schedules'] !== undefined ? { maxSchedules: Number(values['max-schedules']) } : {}),
   onRound: (r, roundSeed) =>
     console.log(

@@ -56,6 +56,27 @@ const MAX_TTL_MS = 1_000;
 /** Events per run. */
 export const NEMESIS_STEPS = 1_500;
 
+/**
+ * The steps the coverage counts report: every script the simulated processes run, and the fold pass. (extend.lua and
+ * inspect.lua are not among them: no simulated process extends or inspects a lease.)
+ */
+export const COVERAGE_KEYS = [
+  'start',
+  'acquire',
+  'promise',
+  'release',
+  'repair-marker claim',
+  'repair-marker renew',
+  'repair-read (seal)',
+  'repair-read',
+  'repair-raise',
+  'finish-repair',
+  'fold',
+  'grant',
+] as const;
+
+export type StepName = (typeof COVERAGE_KEYS)[number];
+
 export type ClientSettings =
   'same' | 'long-ttl' | 'short-timeout' | 'slow-timers' | 'other-layout' | 'other-node-count';
 
@@ -71,8 +92,13 @@ export type Fault =
   | { readonly kind: 'start-client'; readonly settings: ClientSettings; readonly skewMs: number };
 
 export interface Cut {
-  /** The fault strikes right after the world's `step`-th event. */
+  /**
+   * The fault strikes right after the world's `step`-th event (a message applied, a reply read, a timer fired) or,
+   * with `after`, right after the `step`-th run of that step anywhere (a script by name, as in COVERAGE_KEYS: the
+   * 3rd `repair-raise`, the 5th `acquire`), before anything else happens.
+   */
   readonly step: number;
+  readonly after?: StepName;
   readonly fault: Fault;
 }
 
@@ -200,9 +226,6 @@ export async function runNemesis(
   const processes: Process[] = [];
   const cutAfter = new Set<string>();
   let lastStep = 'start';
-  world.onApply = (label) => {
-    lastStep = stepName(label);
-  };
   const unrepaired = new Set<number>();
   let ids = 0;
   const newId = (): string => `id-${ids++}`;
@@ -259,6 +282,7 @@ export async function runNemesis(
           startMs,
           endMs: world.time,
         });
+        stepDone('grant');
         await context.clock.sleep(1 + Math.floor(own() * ttlMs));
         await releaser.undoAttempt(keys, leaseId).catch(() => undefined);
       }
@@ -357,9 +381,28 @@ export async function runNemesis(
       for (const value of model.registers().values()) if (value < floor) shadowed = true;
     }
   };
-  const cuts = [...c.cuts].sort((a, b) => a.step - b.step);
+  const cuts = c.cuts.filter((cut) => cut.after === undefined).sort((a, b) => a.step - b.step);
+  /** Cuts after the n-th run of a step, by step name. */
+  const stepCuts = new Map<string, Cut[]>();
+  for (const cut of c.cuts) {
+    if (cut.after !== undefined) stepCuts.set(cut.after, [...(stepCuts.get(cut.after) ?? []), cut]);
+  }
+  const runsOf = new Map<string, number>();
   let next = 0;
   let fired = 0;
+  world.onApply = (label) => stepDone(stepName(label));
+  function stepDone(step: string): void {
+    lastStep = step;
+    const count = (runsOf.get(lastStep) ?? 0) + 1;
+    runsOf.set(lastStep, count);
+    for (const cut of stepCuts.get(lastStep) ?? []) {
+      if (cut.step !== count) continue;
+      cutAfter.add(lastStep);
+      strike(cut.fault);
+      lookForShadows();
+      fired++;
+    }
+  }
   await world.run({
     maxSteps: options.maxSteps ?? NEMESIS_STEPS,
     untilMs: Number.MAX_SAFE_INTEGER,
@@ -436,29 +479,19 @@ export const faultArbitrary: fc.Arbitrary<Fault> = fc.oneof(
   },
 );
 
-/** A case: 3 or 5 nodes, a seed, and up to 16 cuts at any step of the run. */
+const cutArbitrary: fc.Arbitrary<Cut> = fc.oneof(
+  fc.record({ step: fc.nat({ max: NEMESIS_STEPS - 1 }), fault: faultArbitrary }),
+  fc.record({
+    // Mostly one of the first runs of the step (a repair's finish runs once), sometimes a later one.
+    step: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) }, fc.integer({ min: 1, max: 12 })),
+    after: fc.constantFrom(...COVERAGE_KEYS.filter((key) => key !== 'start' && key !== 'fold')),
+    fault: faultArbitrary,
+  }),
+);
+
+/** A case: 3 or 5 nodes, a seed, and up to 16 cuts, each at any event or right after any run of a step. */
 export const nemesisCaseArbitrary: fc.Arbitrary<NemesisCase> = fc.record({
   nodes: fc.constantFrom(3, 5),
   seed: fc.nat({ max: 2 ** 31 - 1 }),
-  cuts: fc.array(fc.record({ step: fc.nat({ max: NEMESIS_STEPS - 1 }), fault: faultArbitrary }), {
-    maxLength: 16,
-  }),
+  cuts: fc.array(cutArbitrary, { maxLength: 16 }),
 });
-
-/**
- * The steps the coverage counts report: every script the simulated processes run, and the fold pass. (extend.lua and
- * inspect.lua are not among them: no simulated process extends or inspects a lease.)
- */
-export const COVERAGE_KEYS = [
-  'start',
-  'acquire',
-  'promise',
-  'release',
-  'repair-marker claim',
-  'repair-marker renew',
-  'repair-read (seal)',
-  'repair-read',
-  'repair-raise',
-  'finish-repair',
-  'fold',
-] as const;
