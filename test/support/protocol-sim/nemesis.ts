@@ -107,6 +107,11 @@ export interface NemesisCase {
   /** Message delays, losses and duplicates, the clients' wall-clock skews and their pauses between attempts. */
   readonly seed: number;
   readonly cuts: readonly Cut[];
+  /**
+   * Swarm testing: the fault kinds this case uses (cuts of other kinds are skipped), so that a case concentrates on a
+   * few kinds and each strikes more often. @defaultValue every kind
+   */
+  readonly palette?: readonly Fault['kind'][];
 }
 
 /** Which protection is on: the shipped scripts, or a negative control's mutant. */
@@ -307,12 +312,17 @@ export async function runNemesis(
       reportError: () => undefined,
       newId,
     };
-    void repairNode(context, nodes[node]!, SIM_REPAIR_TIMING).then(
-      () => {
-        if (models[node]!.incarnation() !== null) unrepaired.delete(node);
-      },
-      () => undefined,
-    );
+    // A repair that ends with the node still empty (stopped, crashed, given up) is taken up again by a process that
+    // notices the node empty (NodeSet repairs a node its probe finds empty): another repairer starts at once, and
+    // waits for the stopped one's marker to expire.
+    const retry = (): void => {
+      if (gate.dead || closing.signal.aborted) {
+        world.processAt(undefined, world.time, `retry repair of n${node}`, () => startRepairer(node));
+      }
+    };
+    void repairNode(context, nodes[node]!, SIM_REPAIR_TIMING).then(() => {
+      if (models[node]!.incarnation() !== null) unrepaired.delete(node);
+    }, retry);
   };
 
   const strike = (fault: Fault): void => {
@@ -381,11 +391,15 @@ export async function runNemesis(
       for (const value of model.registers().values()) if (value < floor) shadowed = true;
     }
   };
-  const cuts = c.cuts.filter((cut) => cut.after === undefined).sort((a, b) => a.step - b.step);
+  const inPalette = (cut: Cut): boolean => c.palette === undefined || c.palette.includes(cut.fault.kind);
+  const cuts = c.cuts
+    .filter((cut) => cut.after === undefined && inPalette(cut))
+    .sort((a, b) => a.step - b.step);
   /** Cuts after the n-th run of a step, by step name. */
   const stepCuts = new Map<string, Cut[]>();
   for (const cut of c.cuts) {
-    if (cut.after !== undefined) stepCuts.set(cut.after, [...(stepCuts.get(cut.after) ?? []), cut]);
+    if (cut.after !== undefined && inPalette(cut))
+      stepCuts.set(cut.after, [...(stepCuts.get(cut.after) ?? []), cut]);
   }
   const runsOf = new Map<string, number>();
   let next = 0;
@@ -434,6 +448,18 @@ export async function runNemesis(
     log: world.log,
   };
 }
+
+const FAULT_KINDS: readonly Fault['kind'][] = [
+  'amnesia',
+  'repair',
+  'stop-repair',
+  'crash',
+  'fold',
+  'fold-all',
+  'pause',
+  'skew',
+  'start-client',
+];
 
 const process = fc.nat({ max: 7 });
 const node = fc.nat({ max: 4 });
@@ -489,9 +515,13 @@ const cutArbitrary: fc.Arbitrary<Cut> = fc.oneof(
   }),
 );
 
-/** A case: 3 or 5 nodes, a seed, and up to 16 cuts, each at any event or right after any run of a step. */
+/**
+ * A case: 3 or 5 nodes, a seed, up to 32 cuts, each at any event or right after any run of a step, and the palette
+ * of fault kinds it uses.
+ */
 export const nemesisCaseArbitrary: fc.Arbitrary<NemesisCase> = fc.record({
   nodes: fc.constantFrom(3, 5),
   seed: fc.nat({ max: 2 ** 31 - 1 }),
-  cuts: fc.array(cutArbitrary, { maxLength: 16 }),
+  cuts: fc.array(cutArbitrary, { maxLength: 32 }),
+  palette: fc.subarray([...FAULT_KINDS], { minLength: 1 }),
 });
