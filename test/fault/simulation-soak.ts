@@ -1,7 +1,9 @@
 // The protocol simulation, run for as long as asked (`npm run soak -- --simulation --minutes 10`): seeded random
-// schedules of the real acquire, token rounds and repair against in-memory nodes (test/support/protocol-sim/),
-// then the delay-bounded exhaustive searches with a higher bound. A failure prints its seed; replay it with
-// `SIM_SEED=<seed> npx vitest run test/unit/coordinator/protocol/protocol-simulation.test.ts`.
+// schedules of the real acquire, token rounds and repair against in-memory nodes running the project's own Lua
+// scripts (test/support/protocol-sim/), about 20 times slower per schedule than on the former TypeScript model. A
+// failure prints its seed; replay it with
+// `SIM_SEED=<seed> npx vitest run test/unit/coordinator/protocol/protocol-simulation.test.ts`. The nemesis search
+// (faults cutting between any two steps, G2 over the whole history) is `npm run sim` (docs/simulation.md).
 import { randomChooser } from '../support/protocol-sim/explore.js';
 import { randomSpec } from '../support/protocol-sim/random-spec.js';
 import { runScenario } from '../support/protocol-sim/scenario.js';

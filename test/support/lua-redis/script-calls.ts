@@ -17,7 +17,6 @@ import fc from 'fast-check';
 import {
   freshMarkKey,
   nodeStateKeys,
-  resourceKeyPattern,
   resourceKeys,
   slotKeyTemplate,
   tokenKeyPattern,
@@ -28,6 +27,7 @@ import { keySlot, slotTag } from '../../../packages/coordinator/src/keys/slots.j
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
 import { globMatch, type KeyDump, type StoredValue } from './keyspace.js';
 import type { ScriptReply } from './lua-redis.js';
+import { SCRIPT_LAYOUTS } from './script-layouts.js';
 
 /** The key prefix of every generated key. */
 export const PREFIX = 'fx';
@@ -320,17 +320,13 @@ const slotTags = fc
 export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
   acquire: {
     call: withMiscount(
-      fc.tuple(fc.array(acquireItem, { minLength: 1, maxLength: 3 }), nodeCount).map(([items, nodes]) => {
-        const keys = [state.incarnation, state.floor, state.seal, state.settings];
-        const args: string[] = [];
-        for (const item of items) {
-          const k = leaseKeys(item.resource);
-          keys.push(k.lease, k.record, k.token);
-          args.push(item.leaseId, item.ttl, item.proposal, item.epoch);
-        }
-        args.push(nodes);
-        return { keys, args };
-      }),
+      fc.tuple(fc.array(acquireItem, { minLength: 1, maxLength: 3 }), nodeCount).map(([items, nodes]) =>
+        SCRIPT_LAYOUTS.acquire(
+          state,
+          items.map((item) => ({ ...item, keys: leaseKeys(item.resource) })),
+          nodes,
+        ),
+      ),
     ),
     // {2, pttl, cur}: HELD carries the holder's remaining ttl.
     ttls: (reply): MarkedReply =>
@@ -346,45 +342,38 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
     call: withMiscount(
       fc
         .record({ resource: leaseResource, leaseId, proposal: tokenish, epoch, nodes: nodeCount })
-        .map((c) => {
-          const k = leaseKeys(c.resource);
-          return {
-            keys: [state.incarnation, state.floor, state.seal, state.settings, k.record, k.token],
-            args: [c.leaseId, c.proposal, c.epoch, c.resource[1], c.nodes],
-          };
-        }),
+        .map((c) =>
+          SCRIPT_LAYOUTS.promise(
+            state,
+            leaseKeys(c.resource),
+            c.leaseId,
+            c.proposal,
+            c.epoch,
+            c.resource[1],
+            c.nodes,
+          ),
+        ),
     ),
   },
   extend: {
-    call: fc.record({ resource: leaseResource, leaseId, ttl: ttlArg, nodes: nodeCount }).map((c) => {
-      const k = leaseKeys(c.resource);
-      return {
-        keys: [state.incarnation, state.settings, k.lease, k.record],
-        args: [c.leaseId, c.ttl, c.nodes],
-      };
-    }),
+    call: fc
+      .record({ resource: leaseResource, leaseId, ttl: ttlArg, nodes: nodeCount })
+      .map((c) => SCRIPT_LAYOUTS.extend(state, leaseKeys(c.resource), c.leaseId, c.ttl, c.nodes)),
   },
   release: {
     call: withMiscount(
-      fc
-        .array(fc.record({ resource: leaseResource, leaseId }), { minLength: 1, maxLength: 3 })
-        .map((items) => {
-          const keys: string[] = [];
-          const args: string[] = [];
-          for (const item of items) {
-            const k = leaseKeys(item.resource);
-            keys.push(k.lease, k.record);
-            args.push(item.leaseId, k.channel);
-          }
-          return { keys, args };
-        }),
+      fc.array(fc.record({ resource: leaseResource, leaseId }), { minLength: 1, maxLength: 3 }).map((items) =>
+        SCRIPT_LAYOUTS.release(
+          items.map((item) => ({
+            keys: leaseKeys(item.resource),
+            leaseId: item.leaseId,
+          })),
+        ),
+      ),
     ),
   },
   inspect: {
-    call: leaseResource.map((r) => {
-      const k = leaseKeys(r);
-      return { keys: [state.incarnation, k.lease, k.record], args: [] };
-    }),
+    call: leaseResource.map((r) => SCRIPT_LAYOUTS.inspect(state, leaseKeys(r))),
   },
   'repair-marker': {
     call: fc
@@ -393,10 +382,7 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         id: fc.constantFrom(...REPAIR_IDS),
         ttl: ttlArg,
       })
-      .map((c) => ({
-        keys: [state.incarnation, state.repair, state.floor, state.seal, state.settings],
-        args: [c.operation, c.id, c.ttl],
-      })),
+      .map((c) => SCRIPT_LAYOUTS.repairMarker(state, c.operation, c.id, c.ttl)),
   },
   'repair-read': {
     call: fc
@@ -406,11 +392,8 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         incarnation: fc.constantFrom('', 'I1', 'I2'),
         seal: fc.constantFrom('', 'E3'),
       })
-      .map((c) => ({
-        keys: [state.incarnation, state.repair, state.floor, state.seal, state.settings],
-        // COUNT above the keyspace's size: one call reads everything on both servers.
-        args: [c.cursor, '1000', resourceKeyPattern(PREFIX), c.incarnation, c.seal],
-      })),
+      // COUNT above the keyspace's size: one call reads everything on both servers.
+      .map((c) => SCRIPT_LAYOUTS.repairRead(state, PREFIX, c.cursor, '1000', c.incarnation, c.seal)),
     scanOrdered: repairReadOrdered,
     ttls: repairReadTtls,
   },
@@ -444,20 +427,20 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         ),
         miscount: fc.constantFrom(0, 0, 0, 0, 0, 0, 1),
       })
-      .map((c) => {
-        const keys = [state.repair, state.floor];
-        const args = [c.id, c.floor, String(c.registers.length + c.miscount)];
-        for (const [[r, layout], value] of c.registers) {
-          keys.push(resourceKeys(PREFIX, r, layout).token);
-          args.push(value);
-        }
-        for (const [[r, layout], id, t, pttl] of c.leases) {
-          const k = resourceKeys(PREFIX, r, layout);
-          keys.push(k.record, k.lease);
-          args.push(`${id}|${t}`, String(pttl));
-        }
-        return { keys, args };
-      }),
+      .map((c) =>
+        SCRIPT_LAYOUTS.repairRaise(
+          state,
+          PREFIX,
+          c.id,
+          c.floor,
+          c.registers.map(([[r, layout], value]) => [resourceKeys(PREFIX, r, layout).token, value] as const),
+          c.leases.map(
+            ([[r, layout], id, t, pttl]) =>
+              [resourceKeys(PREFIX, r, layout).record, `${id}|${t}`, String(pttl)] as const,
+          ),
+          String(c.registers.length + c.miscount),
+        ),
+      ),
   },
   'finish-repair': {
     call: fc
@@ -468,10 +451,16 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         settings: settingsFields,
         odd: fc.constantFrom(false, false, false, true),
       })
-      .map((c) => ({
-        keys: [state.incarnation, state.repair, state.seal, state.settings, state.floor],
-        args: [c.id, c.incarnation, c.seal, ...pairs(c.settings), ...(c.odd ? ['dangling'] : [])],
-      })),
+      .map((c) =>
+        SCRIPT_LAYOUTS.finishRepair(
+          state,
+          c.id,
+          c.incarnation,
+          c.seal,
+          c.settings,
+          c.odd ? ['dangling'] : [],
+        ),
+      ),
   },
   fold: {
     call: fc
@@ -480,10 +469,7 @@ export const SCRIPT_CALLS: { readonly [S in ScriptName]: ScriptDescriptor } = {
         minIdle: fc.constantFrom('0', '100000'),
         interval: fc.oneof(fc.integer({ min: 30_000, max: 600_000 }).map(String), fc.constantFrom('0', 'x')),
       })
-      .map((c) => ({
-        keys: [state.incarnation, state.floor, state.fold],
-        args: [c.cursor, '1000', tokenKeyPattern(PREFIX), c.minIdle, c.interval],
-      })),
+      .map((c) => SCRIPT_LAYOUTS.fold(state, PREFIX, c.cursor, '1000', c.minIdle, c.interval)),
     scanOrdered: errorLineUnordered,
     visitedInScanOrder: (key) => globMatch(tokenKeyPattern(PREFIX), key),
   },

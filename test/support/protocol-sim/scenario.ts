@@ -29,7 +29,8 @@ import {
   type RepairTiming,
 } from '../../../packages/coordinator/src/nodes/repair.js';
 import { TokenProposer } from '../../../packages/coordinator/src/tokens/proposal.js';
-import { SimNodeModel } from './sim-node.js';
+import { mutatedScript } from './mutants.js';
+import { SimRedisNode } from './sim-redis-node.js';
 import { SimNode, SimWorld, type Chooser, type LinkChoices, type ProcessClock } from './sim-world.js';
 
 /** Wall-clock origin of the simulation: late 2026, so the time-derived guesses are realistic (~2^60.6). */
@@ -93,6 +94,11 @@ export interface ScenarioSpec {
   readonly repair: RepairVariant;
   /** Bound of the run in events and virtual time. */
   readonly maxSteps?: number;
+  /**
+   * Keys per repair read batch (SCAN's COUNT) and per raise batch. @defaultValue 1: a read takes one batch per key
+   * of the source's keyspace (its node-state keys included), and anything may happen between two
+   */
+  readonly repairBatchSize?: number;
 }
 
 export interface Grant {
@@ -114,6 +120,13 @@ export interface ScenarioResult {
 
 const RESOURCE = 'sim-resource';
 const KEYS = resourceKeys('fenced', RESOURCE);
+
+/** acquire.lua and promise.lua without the seal check: the seal is off. */
+const SEAL_OFF = {
+  acquire: () =>
+    mutatedScript('acquire', '  if caller_epoch ~= epoch then\n    return {13, epoch}\n  end\n', ''),
+  promise: () => mutatedScript('promise', 'if ARGV[3] ~= epoch then\n  return {13, epoch}\nend\n', ''),
+};
 
 export const SIM_REPAIR_TIMING: RepairTiming = {
   markerTtlMs: 3_000,
@@ -151,13 +164,15 @@ export async function runScenario(
   options: { log?: boolean } = {},
 ): Promise<ScenarioResult> {
   const world = new SimWorld(choose, spec.links, options.log === true);
-  const models = Array.from({ length: spec.nodes }, (_, i) => new SimNodeModel(i, () => world.time));
+  const models = Array.from({ length: spec.nodes }, (_, i) => new SimRedisNode(i, () => world.time));
   for (const model of models) {
-    model.state.incarnation = 'incarnation-0';
-    model.sealsEnforced = spec.repair !== 'seal-off';
-    if (spec.seededRegister > 0n) model.state.registers.set(KEYS.token, spec.seededRegister);
+    model.initialize();
+    if (spec.repair === 'seal-off') {
+      for (const name of ['acquire', 'promise'] as const) model.scriptSources.set(name, SEAL_OFF[name]());
+    }
+    if (spec.seededRegister > 0n) model.setRegister(KEYS.token, spec.seededRegister);
     for (let i = 0; i < (spec.fillerResources ?? 0); i++) {
-      model.state.registers.set(resourceKeys('fenced', `filler-${i}`).token, 1_000n + BigInt(i));
+      model.setRegister(resourceKeys('fenced', `filler-${i}`).token, 1_000n + BigInt(i));
     }
   }
   const settingsOf = (maxTtlMs: number, nodeTimeoutMs: number): Readonly<CoordinatorSettings> =>
@@ -172,7 +187,7 @@ export async function runScenario(
   const newId = (): string => `id-${ids++}`;
 
   const contextFor = (caller: string, client: ClientSpec): ProtocolContext => ({
-    nodes: models.map((model) => new SimNode(world, model, caller, client.clock?.timerScale)),
+    nodes: models.map((model) => new SimNode(world, model, caller, client.clock?.timerScale, spec.nodes)),
     quorum,
     settings: settingsOf(
       client.maxTtlMs ?? spec.maxTtlMs,
@@ -196,7 +211,7 @@ export async function runScenario(
       world.at(startMs, `${client.name} starts`, () => {
         if (client.probes === true) {
           for (const node of context.nodes as SimNode[]) {
-            if (node.model.state.incarnation !== null) node.sealEpoch = node.model.state.seal;
+            if (node.model.incarnation() !== null) node.sealEpoch = node.model.seal();
           }
         }
         const startSeq = world.seq;
@@ -244,7 +259,7 @@ export async function runScenario(
       world.at(amnesia.atMs + delayMs, `repairer ${k} of n${amnesia.node}`, () => {
         const caller = `repairer${k}-n${amnesia.node}`;
         const nodes = models.map(
-          (model) => new SimNode(world, model, caller, spec.repairer?.clock?.timerScale),
+          (model) => new SimNode(world, model, caller, spec.repairer?.clock?.timerScale, spec.nodes),
         );
         const context: RepairContext = {
           nodes,
@@ -258,9 +273,13 @@ export async function runScenario(
         };
         const target = nodes[amnesia.node]!;
         const repaired = (): void => {
-          if (models[amnesia.node]!.state.incarnation !== null) unrepaired.delete(amnesia.node);
+          if (models[amnesia.node]!.incarnation() !== null) unrepaired.delete(amnesia.node);
         };
-        void runRepairVariant(spec.repair, context, repairerSettings, target, models).then(
+        const timing = {
+          ...SIM_REPAIR_TIMING,
+          batchSize: spec.repairBatchSize ?? SIM_REPAIR_TIMING.batchSize,
+        };
+        void runRepairVariant(spec.repair, context, repairerSettings, target, models, timing).then(
           repaired,
           () => undefined,
         );
@@ -270,7 +289,8 @@ export async function runScenario(
 
   for (const fold of spec.folds) {
     world.at(fold.atMs, `n${fold.node} folds`, () => {
-      if (models[fold.node]!.fold(KEYS.token, KEYS.lease)) world.note(`n${fold.node} folded`);
+      const folded = models[fold.node]!.foldAll();
+      if (folded > 0) world.note(`n${fold.node} folded ${folded} registers`);
     });
   }
 
@@ -286,15 +306,16 @@ async function runRepairVariant(
   context: RepairContext,
   settings: Readonly<CoordinatorSettings>,
   target: RepairNode,
-  models: readonly SimNodeModel[],
+  models: readonly SimRedisNode[],
+  timing: RepairTiming,
 ): Promise<void> {
   if (variant === 'real' || variant === 'seal-off') {
-    await repairNode(context, target, SIM_REPAIR_TIMING);
+    await repairNode(context, target, timing);
     return;
   }
   const id = context.newId!();
   if (variant === 'reinitialize-at-once') {
-    models[target.index]!.state.incarnation = id;
+    models[target.index]!.initialize(id);
     return;
   }
   const claim = await target.repairMarker(context.callTimeoutMs, 'claim', id, 1e12);
@@ -313,10 +334,10 @@ async function runRepairVariant(
     // The bug of F22: sources chosen from a cached view (every other node "votes") and read without the check.
     const merged = { floor: 0n, registers: new Map<string, bigint>() };
     for (const source of context.nodes.filter((n) => n !== target).slice(0, required)) {
-      const state = models[source.index]!.state;
-      state.seal = context.newId!();
-      if (state.floor > merged.floor) merged.floor = state.floor;
-      for (const [key, value] of state.registers) {
+      const node = models[source.index]!;
+      node.setSeal(context.newId!());
+      if (node.floor() > merged.floor) merged.floor = node.floor();
+      for (const [key, value] of node.registers()) {
         if (value > (merged.registers.get(key) ?? 0n)) merged.registers.set(key, value);
       }
     }

@@ -1,5 +1,5 @@
 /**
- * A fixed schedule around the simulation's world and node model, for unit tests of one protocol step (an acquire
+ * A fixed schedule around the simulation's world and nodes (the real Lua scripts), for unit tests of one protocol step (an acquire
  * attempt, an extend, a repair): the test says how long every message takes — or that it is lost — as a function of
  * the message, and the step runs on virtual time. No real timers, no timing thresholds: "a slow second promise
  * round" is exactly the schedule that makes it slow.
@@ -16,7 +16,7 @@ import {
 } from '../../../packages/coordinator/src/options.js';
 import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import { quorumOf } from '../../../packages/coordinator/src/quorum/quorum.js';
-import { SimNodeModel } from './sim-node.js';
+import { SimRedisNode } from './sim-redis-node.js';
 import { SimNode, SimWorld } from './sim-world.js';
 
 /** How long one message takes, in virtual ms, or `'lost'`. */
@@ -29,14 +29,14 @@ export interface ScriptedRigOptions {
   readonly schedule: Schedule;
   /** Coordinator options other than `nodes`. */
   readonly options?: Omit<CoordinatorOptions, 'nodes'>;
-  /** Builds node `index`'s model (a subclass can script a node's answers); a plain model by default. */
-  readonly model?: (index: number, now: () => number) => SimNodeModel;
+  /** Builds node `index` (a subclass can act before a script runs); a plain node by default. */
+  readonly model?: (index: number, now: () => number) => SimRedisNode;
 }
 
 export interface ScriptedRig {
   readonly world: SimWorld;
   /** The nodes' states, initialized (each holds its incarnation key). */
-  readonly models: readonly SimNodeModel[];
+  readonly models: readonly SimRedisNode[];
   readonly settings: Readonly<CoordinatorSettings>;
   /** The context of one process (caller `c`) that asks every node. */
   readonly context: ProtocolContext;
@@ -63,11 +63,11 @@ export function scriptedRig(options: ScriptedRigOptions): ScriptedRig {
   );
   const models = Array.from(
     { length: options.nodes },
-    (_, i) => options.model?.(i, () => world.time) ?? new SimNodeModel(i, () => world.time),
+    (_, i) => options.model?.(i, () => world.time) ?? new SimRedisNode(i, () => world.time),
   );
-  for (const model of models) model.state.incarnation = 'incarnation-0';
+  for (const model of models) model.initialize();
   const settings = resolveOptions({ nodes: ['redis://sim'], ...options.options });
-  const nodes = models.map((model) => new SimNode(world, model, 'c'));
+  const nodes = models.map((model) => new SimNode(world, model, 'c', 1, options.nodes));
   const context: ProtocolContext = {
     nodes,
     quorum: quorumOf(options.nodes),

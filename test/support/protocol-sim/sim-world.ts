@@ -1,7 +1,7 @@
 /**
  * A discrete-event world for the protocol simulation: virtual time, a message transport whose every delay, loss and
  * duplicate is a *choice*, and node adapters that let the coordinator's real protocol code (acquire attempt, token
- * rounds, release, repair) run against in-memory nodes (sim-node.ts).
+ * rounds, release, repair) run against in-memory Redis nodes that run the project's own Lua scripts (sim-redis-node.ts).
  *
  * Every nondeterministic decision goes through one `Chooser`: replaying the same choices replays the same run
  * exactly, which is how a failure found by the seeded-random search or the exhaustive search is reproduced.
@@ -11,7 +11,8 @@
 import { NodeTimeoutError } from '../../../packages/coordinator/src/errors.js';
 import type { ProtocolClock, ProtocolNode } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import type { RepairNode } from '../../../packages/coordinator/src/nodes/repair.js';
-import type { SimNodeModel } from './sim-node.js';
+import type { ResourceKeys } from '../../../packages/coordinator/src/keys/key-layout.js';
+import type { SimRedisNode } from './sim-redis-node.js';
 
 /** Picks one of `options` (0 = the default) at a named decision point. */
 export type Chooser = (point: string, options: number) => number;
@@ -37,12 +38,29 @@ export interface ProcessClock {
   readonly jumpMs?: number;
 }
 
+/**
+ * A process as the nemesis sees it (nemesis.ts): crashed (`dead`: none of its timers fire and no reply reaches it, so
+ * its code never runs again — what it already sent may still land), paused until `pausedUntil` (its timers and the
+ * replies it would read wait until then), and its monotonic clock `offsetMs` off true time.
+ */
+export interface ProcessGate {
+  dead: boolean;
+  pausedUntil: number;
+  offsetMs: number;
+}
+
 interface Timer {
   readonly at: number;
   readonly seq: number;
   readonly label: string;
   readonly fire: () => void;
   cancelled: boolean;
+  onCancel?: () => void;
+}
+
+function cancel(timer: Timer): void {
+  timer.cancelled = true;
+  timer.onCancel?.();
 }
 
 export class SimWorld {
@@ -52,6 +70,8 @@ export class SimWorld {
   steps = 0;
   private readonly queue: Timer[] = [];
   readonly log: string[] = [];
+  /** Called after every script a message applies at a node (coverage counts). */
+  onApply?: (label: string) => void;
 
   constructor(
     readonly choose: Chooser,
@@ -78,24 +98,42 @@ export class SimWorld {
     return timer;
   }
 
-  /** A monotonic clock on virtual time for one process (true time, unless `spec` skews it). */
-  clock(spec: ProcessClock = {}): ProtocolClock {
+  /**
+   * A timer of one process: it fires at `at`, or, if the process is paused then, when the pause ends; never once the
+   * process crashed.
+   */
+  processAt(gate: ProcessGate | undefined, at: number, label: string, fire: () => void): Timer {
+    const timer = this.at(at, label, () => {
+      if (gate?.dead === true) return;
+      if (gate !== undefined && gate.pausedUntil > this.time) {
+        const later = this.processAt(gate, gate.pausedUntil, label, fire);
+        // Cancelling the original cancels the deferred one too.
+        timer.onCancel = () => (later.cancelled = true);
+        return;
+      }
+      fire();
+    });
+    return timer;
+  }
+
+  /** A monotonic clock on virtual time for one process (true time, unless `spec` or the nemesis skews it). */
+  clock(spec: ProcessClock = {}, gate?: ProcessGate): ProtocolClock {
     const scale = spec.timerScale ?? 1;
     const jumpAt = spec.jumpAtMs ?? Infinity;
     return {
-      now: () => this.time / scale + (this.time >= jumpAt ? (spec.jumpMs ?? 0) : 0),
+      now: () => this.time / scale + (this.time >= jumpAt ? (spec.jumpMs ?? 0) : 0) + (gate?.offsetMs ?? 0),
       sleep: (ms, signal) =>
         new Promise<void>((resolve, reject) => {
           if (signal?.aborted) {
             reject(signal.reason as Error);
             return;
           }
-          const timer = this.at(this.time + Math.max(0, ms) * scale, 'sleep', () => {
+          const timer = this.processAt(gate, this.time + Math.max(0, ms) * scale, 'sleep', () => {
             signal?.removeEventListener('abort', onAbort);
             resolve();
           });
           const onAbort = (): void => {
-            timer.cancelled = true;
+            cancel(timer);
             reject(signal!.reason as Error);
           };
           signal?.addEventListener('abort', onAbort, { once: true });
@@ -108,25 +146,33 @@ export class SimWorld {
    * node then (atomically), and the reply comes back after another chosen delay (or never). The caller's timeout
    * rejects with NodeTimeoutError — the call may still take effect later, exactly as on a real network.
    */
-  call<T>(label: string, timeoutMs: number, apply: () => T, timerScale = 1): Promise<T> {
+  call<T>(label: string, timeoutMs: number, apply: () => T, timerScale = 1, gate?: ProcessGate): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
-      const timeout = this.at(this.time + timeoutMs * timerScale, `timeout ${label}`, () => {
+      const timeout = this.processAt(gate, this.time + timeoutMs * timerScale, `timeout ${label}`, () => {
         if (settled) return;
         settled = true;
         reject(new NodeTimeoutError(label, timeoutMs));
       });
       const deliver = (withReply: boolean): void => {
-        const reply = apply();
-        this.note(`${label} applied`);
+        // A script's error reply travels back like any reply, and rejects the call (as the client does).
+        let outcome: { ok: true; reply: T } | { ok: false; error: Error };
+        try {
+          outcome = { ok: true, reply: apply() };
+        } catch (error) {
+          outcome = { ok: false, error: error instanceof Error ? error : new Error(String(error)) };
+        }
+        this.note(`${label} applied${outcome.ok ? '' : ` (error: ${outcome.error.message})`}`);
+        this.onApply?.(label);
         if (!withReply) return;
         const back = this.delay(`reply ${label}`);
         if (back === null) return;
-        this.at(this.time + back, `reply ${label}`, () => {
+        this.processAt(gate, this.time + back, `reply ${label}`, () => {
           if (settled) return;
           settled = true;
-          timeout.cancelled = true;
-          resolve(reply);
+          cancel(timeout);
+          if (outcome.ok) resolve(outcome.reply);
+          else reject(outcome.error);
         });
       };
       const delay = this.delay(`request ${label}`);
@@ -167,14 +213,8 @@ export class SimWorld {
   }
 }
 
-/**
- * The resource keys a simulated script call uses (the same names the coordinator derives). The model keeps the
- * 'fenced' key layout, where the lease record is the lease key itself.
- */
-interface Keys {
-  readonly record: string;
-  readonly token?: string;
-}
+/** The resource keys a simulated script call uses (the names the coordinator derives: keys/key-layout.ts). */
+type Keys = Pick<ResourceKeys, 'lease' | 'record' | 'token' | 'channel'>;
 
 /**
  * A process's connection to one simulated node: the ProtocolNode and RepairNode slices over the transport. Like
@@ -187,11 +227,15 @@ export class SimNode implements ProtocolNode, RepairNode {
 
   constructor(
     private readonly world: SimWorld,
-    readonly model: SimNodeModel,
+    readonly model: SimRedisNode,
     /** Who is calling, for the log. */
     private readonly caller: string,
     /** The calling process's timers run this many times slow (its timeouts last longer). */
     private readonly timerScale = 1,
+    /** How many nodes the calling process counts its quorum over (sent with every promise, as NodeConnection does). */
+    readonly nodeCount = 0,
+    /** The calling process, for the nemesis. */
+    private readonly gate?: ProcessGate,
   ) {
     this.address = `sim-${model.index}`;
   }
@@ -201,7 +245,14 @@ export class SimNode implements ProtocolNode, RepairNode {
   }
 
   private call<T>(what: string, timeoutMs: number, apply: () => T): Promise<T> {
-    return this.world.call(`${this.caller}->n${this.model.index} ${what}`, timeoutMs, apply, this.timerScale);
+    if (this.gate?.dead === true) return new Promise<T>(() => undefined); // a crashed process sends nothing
+    return this.world.call(
+      `${this.caller}->n${this.model.index} ${what}`,
+      timeoutMs,
+      apply,
+      this.timerScale,
+      this.gate,
+    );
   }
 
   private learn<R extends { readonly kind: string }>(reply: R): R {
@@ -209,30 +260,41 @@ export class SimNode implements ProtocolNode, RepairNode {
     return reply;
   }
 
-  acquire(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number, proposal: bigint) {
+  acquire(
+    timeoutMs: number,
+    keys: Pick<Keys, 'lease' | 'record' | 'token'>,
+    leaseId: string,
+    ttlMs: number,
+    proposal: bigint,
+  ) {
     const epoch = this.sealEpoch;
     return this.call(`acquire t=${proposal}`, timeoutMs, () =>
-      this.model.acquire(keys.record, keys.token!, leaseId, ttlMs, proposal, epoch),
+      this.model.acquire(keys, leaseId, ttlMs, proposal, epoch, this.nodeCount),
     ).then((reply) => this.learn(reply));
   }
 
-  promise(timeoutMs: number, keys: Keys, leaseId: string, proposal: bigint) {
+  promise(
+    timeoutMs: number,
+    keys: Pick<Keys, 'lease' | 'record' | 'token'>,
+    leaseId: string,
+    proposal: bigint,
+  ) {
     const epoch = this.sealEpoch;
     return this.call(`promise t=${proposal}`, timeoutMs, () =>
-      this.model.promise(keys.record, keys.token!, leaseId, proposal, epoch),
+      this.model.promise(keys, leaseId, proposal, epoch, this.nodeCount),
     ).then((reply) => this.learn(reply));
   }
 
-  extend(timeoutMs: number, keys: Keys, leaseId: string, ttlMs: number) {
-    return this.call('extend', timeoutMs, () => this.model.extend(keys.record, leaseId, ttlMs));
+  extend(timeoutMs: number, keys: Pick<Keys, 'lease' | 'record'>, leaseId: string, ttlMs: number) {
+    return this.call('extend', timeoutMs, () => this.model.extend(keys, leaseId, ttlMs, this.nodeCount));
   }
 
-  release(timeoutMs: number, keys: Keys, leaseId: string) {
-    return this.call('release', timeoutMs, () => this.model.release(keys.record, leaseId));
+  release(timeoutMs: number, keys: Pick<Keys, 'lease' | 'record' | 'channel'>, leaseId: string) {
+    return this.call('release', timeoutMs, () => this.model.release(keys, leaseId));
   }
 
-  inspect(timeoutMs: number, keys: Keys) {
-    return this.call('inspect', timeoutMs, () => this.model.inspect(keys.record));
+  inspect(timeoutMs: number, keys: Pick<Keys, 'lease' | 'record'>) {
+    return this.call('inspect', timeoutMs, () => this.model.inspect(keys));
   }
 
   repairMarker(timeoutMs: number, operation: 'claim' | 'renew', repairId: string, markerTtlMs: number) {

@@ -18,7 +18,7 @@ export const scriptKeys = {
   acquireItem: (r: TokenKeys): string[] => [r.lease, r.record, r.token],
   /** release.lua's items (it has no shared keys). */
   releaseItem: (r: LeaseKeys): string[] => [r.lease, r.record],
-  promise: (k: NodeStateKeys, r: TokenKeys): string[] => [
+  promise: (k: NodeStateKeys, r: Pick<ResourceKeys, 'record' | 'token'>): string[] => [
     k.incarnation,
     k.floor,
     k.seal,

@@ -47,7 +47,7 @@ function rigWith(nodes: number, lost?: (message: string) => boolean) {
 describe('restart repair: the sealed read', () => {
   it('seals and reads N − quorum + 1 sources right after the claim, with no wait, and votes again', async () => {
     const { rig, sent } = rigWith(5);
-    for (const model of rig.models) model.state.registers.set(KEYS.token, 5n);
+    for (const model of rig.models) model.setRegister(KEYS.token, 5n);
     rig.models[0]!.loseState();
 
     const { settledMs } = await rig.runAt(10, () =>
@@ -58,15 +58,15 @@ describe('restart repair: the sealed read', () => {
     const seals = sent.filter((s) => /repair-read \(seal\)/.test(s.message));
     // Exactly 3 of the 4 other nodes are sealed (5 − 3 + 1), each by the first batch of its read.
     expect(seals.map((s) => s.message.match(/->n(\d)/)![1]).sort()).toEqual(['1', '2', '3']);
-    expect(new Set(rig.models.slice(1, 4).map((m) => m.state.seal)).size).toBe(3);
-    expect(rig.models[4]!.state.seal).toBe('');
+    expect(new Set(rig.models.slice(1, 4).map((m) => m.seal())).size).toBe(3);
+    expect(rig.models[4]!.seal()).toBe('');
     // No wait: the seals go out one message after the claim's reply, and the repair ends a few messages later.
     for (const seal of seals) expect(seal.atMs - claim.atMs).toBe(2);
     expect(settledMs - 10).toBeLessThan(MAX_TTL_MS);
-    expect(rig.models[0]!.state.incarnation).not.toBeNull();
-    expect(rig.models[0]!.state.registers.get(KEYS.token)).toBe(5n);
+    expect(rig.models[0]!.incarnation()).not.toBeNull();
+    expect(rig.models[0]!.register(KEYS.token)).toBe(5n);
     // The repaired node has a seal epoch of its own: a call sent to it before it lost its state is refused.
-    expect(rig.models[0]!.state.seal).not.toBe('');
+    expect(rig.models[0]!.seal()).not.toBe('');
   });
 
   it('refuses a promise still in flight to a sealed source: the round carried the old epoch', async () => {
@@ -74,31 +74,31 @@ describe('restart repair: the sealed read', () => {
     rig.models[0]!.loseState();
     await rig.runAt(0, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING));
     // The caller `c` saw the epoch '' before the repair; its call now lands on a sealed node.
-    const late = rig.models[1]!.promise(KEYS.lease, KEYS.token, 'late-lease', 99n, '');
-    expect(late).toEqual({ kind: 'sealed', epoch: rig.models[1]!.state.seal });
-    expect(rig.models[1]!.state.registers.get(KEYS.token)).toBeUndefined();
-    const acquire = rig.models[2]!.acquire(KEYS.lease, KEYS.token, 'late-lease', 500, 99n, '');
+    const late = rig.models[1]!.promise(KEYS, 'late-lease', 99n, '', 3);
+    expect(late).toEqual({ kind: 'sealed', epoch: rig.models[1]!.seal() });
+    expect(rig.models[1]!.register(KEYS.token)).toBeUndefined();
+    const acquire = rig.models[2]!.acquire(KEYS, 'late-lease', 500, 99n, '', 3);
     expect(acquire.kind).toBe('sealed');
-    expect(rig.models[2]!.state.leases.size).toBe(0);
+    expect(rig.models[2]!.lease(KEYS)).toBeUndefined();
   });
 
   it('copies live leases with their remaining ttl, and the settings, from the sources', async () => {
     const { rig } = rigWith(3);
     for (const model of rig.models.slice(1)) {
-      model.state.leases.set(KEYS.lease, { holder: 'holder', token: 7n, expiresAt: 800 });
-      model.state.registers.set(KEYS.token, 7n);
-      model.state.settings = { maxTtlMs: '1000', nodeCount: '3' };
+      model.setLease(KEYS, 'holder', 7n, 800);
+      model.setRegister(KEYS.token, 7n);
+      model.setSettings({ maxTtlMs: '1000', nodeCount: '3' });
     }
     rig.models[0]!.loseState();
 
     await rig.runAt(100, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING));
 
-    const copied = rig.models[0]!.state.leases.get(KEYS.lease)!;
+    const copied = rig.models[0]!.lease(KEYS)!;
     expect(copied.holder).toBe('holder');
     expect(copied.token).toBe(7n);
     // Read at 102 ms with 698 ms left, raised a few ms later: the copy ends no earlier than the sources' key.
     expect(copied.expiresAt).toBeGreaterThanOrEqual(800);
-    expect(rig.models[0]!.state.settings).toEqual({ maxTtlMs: '1000', nodeCount: '3' });
+    expect(rig.models[0]!.settings()).toEqual({ maxTtlMs: '1000', nodeCount: '3' });
   });
 });
 
@@ -111,30 +111,26 @@ describe('restart repair: the copy streams while the sources are read', () => {
     let folded = false;
     const { rig } = rigWith(3, (message) => {
       if (!folded && /^request c->n1 repair-read$/.test(message)) {
-        folded = true; // fold.lua on node 1: floor = max(floor, register), the register deleted
-        const node1 = rig.models[1]!;
-        node1.state.floor = 9n;
-        node1.state.registers.delete(KEYS.token);
-        node1.state.registers.delete(other);
+        folded = true; // fold.lua on node 1: floor = max(floor, register), the registers deleted
+        expect(rig.models[1]!.foldAll()).toBe(2);
       }
       return false;
     });
-    rig.models[1]!.state.registers.set(other, 3n);
-    rig.models[1]!.state.registers.set(KEYS.token, 9n);
-    rig.models[2]!.state.registers.set(KEYS.token, 5n);
+    rig.models[1]!.setRegister(other, 3n);
+    rig.models[1]!.setRegister(KEYS.token, 9n);
+    rig.models[2]!.setRegister(KEYS.token, 5n);
     rig.models[0]!.loseState();
 
     await rig.runAt(0, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING));
 
     expect(folded).toBe(true);
-    const repaired = rig.models[0]!.state;
-    expect(repaired.incarnation).not.toBeNull();
-    expect(repaired.floor).toBe(9n);
+    const repaired = rig.models[0]!;
+    expect(repaired.incarnation()).not.toBeNull();
+    expect(repaired.floor()).toBe(9n);
     // A register copied before the floor rose may stay below it (5): the node never answers below its floor.
-    const register = repaired.registers.get(KEYS.token);
+    const register = repaired.register(KEYS.token);
     expect(register === undefined || register <= 9n).toBe(true);
-    const answer = register !== undefined && register > repaired.floor ? register : repaired.floor;
-    expect(answer).toBe(9n);
+    expect(repaired.answer(KEYS.token)).toBe(9n);
   });
 });
 
@@ -145,7 +141,7 @@ describe('restart repair: verified sources only', () => {
    */
   function twoEmptyOneUnreachable() {
     const { rig, sent } = rigWith(5, (m) => /^request c->n4 /.test(m));
-    for (const model of rig.models) model.state.registers.set(KEYS.token, model.index === 4 ? 9n : 5n);
+    for (const model of rig.models) model.setRegister(KEYS.token, model.index === 4 ? 9n : 5n);
     rig.models[0]!.loseState();
     rig.models[1]!.loseState();
     return { rig, sent };
@@ -164,17 +160,17 @@ describe('restart repair: verified sources only', () => {
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toMatch(/only 2 of the 3 source nodes needed could be read/);
     expect((error as Error).message).toMatch(/node 1 \(sim-1\): it has no incarnation key/);
-    expect(rig.models[0]!.state.incarnation).toBeNull();
+    expect(rig.models[0]!.incarnation()).toBeNull();
     // The copy streams, so batches read before the failure may be raised already: only values a readable source
     // held, and the node does not vote on them (no incarnation key) — nothing was taken as the truth.
-    expect([undefined, 5n]).toContain(rig.models[0]!.state.registers.get(KEYS.token));
+    expect([undefined, 5n]).toContain(rig.models[0]!.register(KEYS.token));
   });
 
   it('refuses to count a source that is under repair itself', async () => {
     const { rig } = twoEmptyOneUnreachable();
     // Node 1 answers UNDER_REPAIR (a marker is present), not NOT_INITIALIZED.
-    rig.models[1]!.state.incarnation = 'incarnation-0';
-    rig.models[1]!.state.marker = { id: 'another-repair', expiresAt: Number.MAX_SAFE_INTEGER };
+    rig.models[1]!.initialize();
+    rig.models[1]!.setMarker('another-repair', 1_000_000_000);
 
     const error: unknown = await rig
       .runAt(0, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING))
@@ -184,18 +180,18 @@ describe('restart repair: verified sources only', () => {
       );
 
     expect((error as Error).message).toMatch(/node 1 \(sim-1\): it is under repair itself/);
-    expect(rig.models[0]!.state.incarnation).toBeNull();
+    expect(rig.models[0]!.incarnation()).toBeNull();
   });
 
   it('repairs from the three valid sources once the unreachable one answers again', async () => {
     const { rig } = rigWith(5);
-    for (const model of rig.models) model.state.registers.set(KEYS.token, model.index === 4 ? 9n : 5n);
+    for (const model of rig.models) model.setRegister(KEYS.token, model.index === 4 ? 9n : 5n);
     rig.models[0]!.loseState();
     rig.models[1]!.loseState();
 
     await rig.runAt(0, () => repairNode(repairContext(rig), rig.nodes[0]!, SIM_REPAIR_TIMING));
 
-    expect(rig.models[0]!.state.incarnation).not.toBeNull();
-    expect(rig.models[0]!.state.registers.get(KEYS.token)).toBe(9n);
+    expect(rig.models[0]!.incarnation()).not.toBeNull();
+    expect(rig.models[0]!.register(KEYS.token)).toBe(9n);
   });
 });

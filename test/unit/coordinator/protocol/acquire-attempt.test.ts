@@ -12,7 +12,7 @@ import {
 import { Releaser } from '../../../../packages/coordinator/src/protocol/release.js';
 import { resourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
 import { TokenProposer } from '../../../../packages/coordinator/src/tokens/proposal.js';
-import { SimNodeModel } from '../../../support/protocol-sim/sim-node.js';
+import { SimRedisNode } from '../../../support/protocol-sim/sim-redis-node.js';
 import { scriptedRig, type ScriptedRig, type Schedule } from '../../../support/protocol-sim/scripted-rig.js';
 
 const RESOURCE = 'attempt';
@@ -31,11 +31,11 @@ const GUESS = BigInt(EPOCH_MS) << 20n;
 const AHEAD = GUESS + 1_000n;
 
 /** A node where a rival's promise of the very value we propose always lands first: it refuses every round. */
-class OutbidModel extends SimNodeModel {
-  override promise(leaseKey: string, tokenKey: string, leaseId: string, proposal: bigint, epoch: string) {
-    const cur = this.state.registers.get(tokenKey) ?? this.state.floor;
-    if (proposal > cur) this.state.registers.set(tokenKey, proposal);
-    return super.promise(leaseKey, tokenKey, leaseId, proposal, epoch);
+class OutbidModel extends SimRedisNode {
+  override promise(...call: Parameters<SimRedisNode['promise']>) {
+    const [keys, , proposal] = call;
+    if (proposal > this.answer(keys.token)) this.setRegister(keys.token, proposal);
+    return super.promise(...call);
   }
 }
 
@@ -52,17 +52,11 @@ function attempt(rig: ScriptedRig): () => Promise<AttemptResult> {
 
 /** Which nodes still hold a lease key with our id right now. */
 function holders(rig: ScriptedRig): number[] {
-  return rig.models
-    .filter((m) => {
-      const lease = m.state.leases.get(KEYS.lease);
-      return lease !== undefined && lease.holder === LEASE_ID && lease.expiresAt > rig.world.time;
-    })
-    .map((m) => m.index);
+  return rig.models.filter((m) => m.lease(KEYS)?.holder === LEASE_ID).map((m) => m.index);
 }
 
 function register(rig: ScriptedRig, node: number): bigint {
-  const model = rig.models[node]!;
-  return model.state.registers.get(KEYS.token) ?? model.state.floor;
+  return rig.models[node]!.answer(KEYS.token);
 }
 
 /** Every message takes `ms`, except those `override` names. */
@@ -80,10 +74,10 @@ describe('an acquire attempt counts only a majority of promises', () => {
       delaysMs: [1],
       schedule: uniform(1),
       // Nodes 1 and 2 vote for the lease but refuse every promise: their registers stay ahead of each proposal.
-      model: (i, now) => (i === 0 ? new SimNodeModel(i, now) : new OutbidModel(i, now)),
+      model: (i, now) => (i === 0 ? new SimRedisNode(i, now) : new OutbidModel(i, now)),
     });
-    rig.models[1]!.state.registers.set(KEYS.token, AHEAD);
-    rig.models[2]!.state.registers.set(KEYS.token, AHEAD);
+    rig.models[1]!.setRegister(KEYS.token, AHEAD);
+    rig.models[2]!.setRegister(KEYS.token, AHEAD);
 
     const { value: result } = await rig.runAt(0, attempt(rig));
 
@@ -103,8 +97,8 @@ describe('an acquire attempt counts only a majority of promises', () => {
       schedule: uniform(1, (m) => (/^request c->n[12] promise/.test(m) ? 'lost' : undefined)),
       options: { nodeTimeoutMs: 300 },
     });
-    rig.models[1]!.state.registers.set(KEYS.token, AHEAD);
-    rig.models[2]!.state.registers.set(KEYS.token, AHEAD);
+    rig.models[1]!.setRegister(KEYS.token, AHEAD);
+    rig.models[2]!.setRegister(KEYS.token, AHEAD);
 
     const { value: result } = await rig.runAt(0, attempt(rig));
 
@@ -122,8 +116,8 @@ describe('an acquire attempt counts only a majority of promises', () => {
 
   it('goes above the refusals in a second round and is granted once a majority promised that token', async () => {
     const rig = scriptedRig({ nodes: 3, delaysMs: [1], schedule: uniform(1) });
-    rig.models[1]!.state.registers.set(KEYS.token, AHEAD);
-    rig.models[2]!.state.registers.set(KEYS.token, AHEAD);
+    rig.models[1]!.setRegister(KEYS.token, AHEAD);
+    rig.models[2]!.setRegister(KEYS.token, AHEAD);
 
     const { value: result } = await rig.runAt(0, attempt(rig));
 
@@ -163,8 +157,8 @@ describe('an acquire attempt measures validity from its own start', () => {
       delaysMs: [50, 150],
       schedule: (m) => (/promise/.test(m) ? 150 : 50),
     });
-    rig.models[1]!.state.registers.set(KEYS.token, AHEAD);
-    rig.models[2]!.state.registers.set(KEYS.token, AHEAD);
+    rig.models[1]!.setRegister(KEYS.token, AHEAD);
+    rig.models[2]!.setRegister(KEYS.token, AHEAD);
 
     const { value: result, startedMs, settledMs } = await rig.runAt(0, attempt(rig));
 
@@ -190,8 +184,8 @@ describe('an acquire attempt never hands out a lease without validity', () => {
         return 1; // releases
       },
     });
-    rig.models[1]!.state.registers.set(KEYS.token, AHEAD);
-    rig.models[2]!.state.registers.set(KEYS.token, AHEAD);
+    rig.models[1]!.setRegister(KEYS.token, AHEAD);
+    rig.models[2]!.setRegister(KEYS.token, AHEAD);
     return rig;
   }
 

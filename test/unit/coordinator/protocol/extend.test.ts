@@ -39,11 +39,7 @@ function split(n: number, ourNodes: readonly number[]): ScriptedRig {
   });
   for (const model of rig.models) {
     const ours = ourNodes.includes(model.index);
-    model.state.leases.set(KEYS.lease, {
-      holder: ours ? OURS : SUCCESSOR,
-      token: ours ? 7n : 8n,
-      expiresAt: 500,
-    });
+    model.setLease(KEYS, ours ? OURS : SUCCESSOR, ours ? 7n : 8n, 500);
   }
   return rig;
 }
@@ -67,7 +63,7 @@ async function extend(rig: ScriptedRig, releaser: RecordingReleaser): Promise<un
 
 function successorLeases(rig: ScriptedRig): { holder: string; token: bigint; expiresAt: number }[] {
   return rig.models
-    .map((m) => m.state.leases.get(KEYS.lease))
+    .map((m) => m.lease(KEYS))
     .filter((l) => l !== undefined && l.holder === SUCCESSOR)
     .map((l) => ({ ...l! }));
 }

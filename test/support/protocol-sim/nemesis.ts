@@ -1,0 +1,527 @@
+/**
+ * The nemesis: a randomized schedule of faults, each cutting the run between two steps (after the `step`-th event of
+ * the world: a message applied at a node, a reply read, a timer fired), over long-running processes that drive the
+ * coordinator's real code (acquire attempts, release, the restart repair) against nodes running the real Lua scripts
+ * (sim-redis-node.ts). The faults:
+ *
+ * - `amnesia`: a node restarts empty (every key and its script cache gone); a process starts repairing it.
+ * - `repair`: another process starts repairing an empty node (the `node`-th of those empty now): the next attempt
+ *   after a stopped one.
+ * - `stop-repair`: a running repair (the `repair`-th of those running now) stops where it is (the process closes:
+ *   its `closing` signal aborts) — after its claim, between two read batches, between two raises, before the finish.
+ * - `crash`: a process crashes (its memory is lost; what it already sent may still land) and a new one starts in its
+ *   place with the same configuration: a client goes on acquiring, a repairer repairs its node again.
+ * - `fold`, `fold-all`: a node (every node) folds its idle registers into its floor (fold.lua).
+ * - `pause`: a process stops for a while (its timers and the replies it reads wait; its messages in flight land).
+ * - `skew`: a process's monotonic clock jumps.
+ * - `start-client`: a process starts with other settings: a longer ttl and maxTtlMs, a short node timeout, slow
+ *   timers, the other key layout, another node count, a wall clock an hour off.
+ *
+ * Message delays, losses and duplicates are chosen from the case's `seed` (explore.ts's randomChooser), as are the
+ * clients' pauses between attempts. A case is data (fast-check generates and shrinks it): a failure prints the case,
+ * and `runNemesis(case)` replays it exactly. After the run, the history checker (history.ts) checks G2 over every
+ * pair of completed grants.
+ */
+import fc from 'fast-check';
+import { QuorumUnavailableError } from '@fenced/shared';
+import { seededRandom } from '@fenced/test-utils/seeded-random';
+import { settingsRecord } from '../../../packages/coordinator/src/nodes/cluster-settings.js';
+import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
+import { repairNode, type RepairContext } from '../../../packages/coordinator/src/nodes/repair.js';
+import { resolveOptions } from '../../../packages/coordinator/src/options.js';
+import { attemptAcquire } from '../../../packages/coordinator/src/protocol/acquire-attempt.js';
+import { Releaser } from '../../../packages/coordinator/src/protocol/release.js';
+import { resourceKeys, type KeyLayout } from '../../../packages/coordinator/src/keys/key-layout.js';
+import { quorumOf } from '../../../packages/coordinator/src/quorum/quorum.js';
+import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
+import { TokenProposer } from '../../../packages/coordinator/src/tokens/proposal.js';
+import { coordinatorScript } from '../lua-redis/lua-redis.js';
+import { randomChooser } from './explore.js';
+import { g2Violations, type GrantRecord } from './history.js';
+import { mutatedScript } from './mutants.js';
+import { HOUR_MS, SIM_REPAIR_TIMING } from './scenario.js';
+import { SimRedisNode } from './sim-redis-node.js';
+import { SimNode, SimWorld, type ProcessClock, type ProcessGate } from './sim-world.js';
+
+const EPOCH_MS = 1_795_000_000_000;
+/**
+ * Clients pick one per attempt: a resource may stay idle long enough to be folded while others are busy. A case
+ * uses one or all three (the seed decides): one node's floor holds every resource's folded tokens, so with one
+ * resource a floor says more about it.
+ */
+const ALL_RESOURCES = ['sim-resource', 'sim-resource-2', 'sim-resource-3'] as const;
+/** The cluster's settings, recorded on every node as a fresh-cluster initialization records them. */
+const TTL_MS = 1_000;
+const MAX_TTL_MS = 1_000;
+/** Events per run. */
+export const NEMESIS_STEPS = 1_500;
+
+/**
+ * The steps the coverage counts report: every script the simulated processes run, and the fold pass. (extend.lua and
+ * inspect.lua are not among them: no simulated process extends or inspects a lease.)
+ */
+export const COVERAGE_KEYS = [
+  'start',
+  'acquire',
+  'promise',
+  'release',
+  'repair-marker claim',
+  'repair-marker renew',
+  'repair-read (seal)',
+  'repair-read',
+  'repair-raise',
+  'finish-repair',
+  'fold',
+  'grant',
+] as const;
+
+export type StepName = (typeof COVERAGE_KEYS)[number];
+
+export type ClientSettings =
+  'same' | 'long-ttl' | 'short-timeout' | 'slow-timers' | 'other-layout' | 'other-node-count';
+
+export type Fault =
+  | { readonly kind: 'amnesia'; readonly node: number }
+  | { readonly kind: 'repair'; readonly node: number }
+  | { readonly kind: 'stop-repair'; readonly repair: number }
+  | { readonly kind: 'crash'; readonly process: number }
+  | { readonly kind: 'fold'; readonly node: number }
+  | { readonly kind: 'fold-all' }
+  | { readonly kind: 'pause'; readonly process: number; readonly ms: number }
+  | { readonly kind: 'skew'; readonly process: number; readonly ms: number }
+  | { readonly kind: 'start-client'; readonly settings: ClientSettings; readonly skewMs: number };
+
+export interface Cut {
+  /**
+   * The fault strikes right after the world's `step`-th event (a message applied, a reply read, a timer fired) or,
+   * with `after`, right after the `step`-th run of that step anywhere (a script by name, as in COVERAGE_KEYS: the
+   * 3rd `repair-raise`, the 5th `acquire`), before anything else happens.
+   */
+  readonly step: number;
+  readonly after?: StepName;
+  readonly fault: Fault;
+}
+
+export interface NemesisCase {
+  readonly nodes: number;
+  /** Message delays, losses and duplicates, the clients' wall-clock skews and their pauses between attempts. */
+  readonly seed: number;
+  readonly cuts: readonly Cut[];
+  /**
+   * Swarm testing: the fault kinds this case uses (cuts of other kinds are skipped), so that a case concentrates on a
+   * few kinds and each strikes more often. @defaultValue every kind
+   */
+  readonly palette?: readonly Fault['kind'][];
+}
+
+/** Which protection is on: the shipped scripts, or a negative control's mutant. */
+export type NemesisVariant =
+  | 'real'
+  /** The floor rule off (as before the F27 fix): a present register is the answer even below the floor. */
+  | 'floor-rule-off'
+  /** acquire.lua and promise.lua ignore the seal epoch. */
+  | 'seal-off'
+  /** The settings check off (as before the F28 fix): a caller's node count and key layout are not compared. */
+  | 'settings-check-off';
+
+export interface NemesisResult {
+  readonly grants: readonly GrantRecord[];
+  /** The first G2 violation of the history, if any. */
+  readonly violation: string | null;
+  readonly steps: number;
+  /** Cuts that struck (a cut past the end of the run does not). */
+  readonly cutsFired: number;
+  /** For each step a cut struck right after (a script by name, or a fold pass): the keys of `COVERAGE_KEYS`. */
+  readonly cutAfter: ReadonlySet<string>;
+  /**
+   * Whether a node that votes held a register below its floor at some point (checked after every cut and at the
+   * end): the state F27 leaves, where only the floor rule keeps the answer at the floor.
+   */
+  readonly shadowed: boolean;
+  readonly log: readonly string[];
+}
+
+/** Scripts whose mutant a variant runs: every script that includes the text replaced. */
+function mutants(variant: NemesisVariant): Map<ScriptName, string> {
+  const out = new Map<ScriptName, string>();
+  const replace = (names: readonly ScriptName[], from: string, to: string): void => {
+    for (const name of names) {
+      if (coordinatorScript(name).source.includes(from)) out.set(name, mutatedScript(name, from, to));
+    }
+  };
+  const all: ScriptName[] = [
+    'acquire',
+    'promise',
+    'extend',
+    'release',
+    'inspect',
+    'repair-marker',
+    'repair-read',
+    'repair-raise',
+    'finish-repair',
+    'fold',
+  ];
+  if (variant === 'floor-rule-off') replace(all, '  return max_token(cur, floor)\nend', '  return cur\nend');
+  if (variant === 'seal-off') {
+    replace(['acquire'], '  if caller_epoch ~= epoch then\n    return {13, epoch}\n  end\n', '');
+    replace(['promise'], 'if ARGV[3] ~= epoch then\n  return {13, epoch}\nend\n', '');
+  }
+  if (variant === 'settings-check-off') {
+    replace(
+      all,
+      'local function settings_mismatch(recorded, node_count, key_layout)\n',
+      'local function settings_mismatch(recorded, node_count, key_layout)\n  do return nil end\n',
+    );
+  }
+  if (variant !== 'real' && out.size === 0) throw new Error(`variant ${variant}: no script changed`);
+  return out;
+}
+
+/** What a cut struck after: the script of the last message applied (`repair-read (seal)` is the sealing batch). */
+function stepName(label: string): string {
+  const what = label.slice(label.indexOf(' ') + 1);
+  return what
+    .replace(/ t=\d+$/, '')
+    .replace(/ floor=\d+$/, '')
+    .replace(/^repair-marker (claim|renew)$/, 'repair-marker $1');
+}
+
+interface Process {
+  readonly name: string;
+  readonly gate: ProcessGate;
+  readonly kind: 'client' | 'repairer';
+  /** How to start it again after a crash. */
+  readonly restart: () => void;
+  /** A repairer's node and its closing signal. */
+  readonly node?: number;
+  readonly closing?: AbortController;
+}
+
+/** Runs one case; every nondeterministic decision comes from the case. */
+export async function runNemesis(
+  c: NemesisCase,
+  options: { variant?: NemesisVariant; log?: boolean; maxSteps?: number } = {},
+): Promise<NemesisResult> {
+  const variant = options.variant ?? 'real';
+  const random = seededRandom(c.seed ^ 0x6e6d);
+  const int = (min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
+  const world = new SimWorld(
+    randomChooser(c.seed, 0.6),
+    { delaysMs: [1, 15, 600, 3 * TTL_MS], losses: true, duplicates: true },
+    options.log === true,
+  );
+  const n = c.nodes;
+  const quorum = quorumOf(n);
+  const replaced = mutants(variant);
+  const models = Array.from({ length: n }, (_, i) => new SimRedisNode(i, () => world.time));
+  const keysOf = (resource: string, layout: KeyLayout) => resourceKeys('fenced', resource, layout);
+  const seeded = random() < 0.5 ? 0n : 1_900_000_000_000_000_000n;
+  const RESOURCES = random() < 0.5 ? ALL_RESOURCES.slice(0, 1) : ALL_RESOURCES;
+  const fillers = int(0, 3);
+  for (const model of models) {
+    for (const [name, source] of replaced) model.scriptSources.set(name, source);
+    model.initialize();
+    model.setSettings(settingsRecord({ maxTtlMs: MAX_TTL_MS, nodeCount: n, keyLayout: 'fenced' }));
+    if (seeded > 0n) for (const r of RESOURCES) model.setRegister(keysOf(r, 'fenced').token, seeded);
+    for (let i = 0; i < fillers; i++)
+      model.setRegister(resourceKeys('fenced', `filler-${i}`).token, 1_000n + BigInt(i));
+  }
+
+  const grants: GrantRecord[] = [];
+  const processes: Process[] = [];
+  const cutAfter = new Set<string>();
+  let lastStep = 'start';
+  const unrepaired = new Set<number>();
+  let ids = 0;
+  const newId = (): string => `id-${ids++}`;
+  const newGate = (): ProcessGate => ({ dead: false, pausedUntil: 0, offsetMs: 0 });
+  const settingsOf = (o: { maxTtlMs: number; nodeTimeoutMs: number }) =>
+    resolveOptions({ nodes: ['redis://sim'], ...o, retryJitterMs: 0 });
+
+  const startClient = (settings: ClientSettings, skewMs: number): void => {
+    const name = `c${processes.length}`;
+    const gate = newGate();
+    const ttlMs = settings === 'long-ttl' ? 3 * TTL_MS : TTL_MS;
+    const clock: ProcessClock = settings === 'slow-timers' ? { timerScale: 3 } : {};
+    const layout: KeyLayout = settings === 'other-layout' ? 'redlock' : 'fenced';
+    const nodeCount = settings === 'other-node-count' ? (n === 3 ? 5 : 3) : n;
+    const context: ProtocolContext = {
+      nodes: models.map((model) => new SimNode(world, model, name, clock.timerScale, nodeCount, gate)),
+      quorum,
+      settings: settingsOf({
+        maxTtlMs: settings === 'long-ttl' ? 60_000 : MAX_TTL_MS,
+        nodeTimeoutMs: settings === 'short-timeout' ? 50 : ttlMs,
+      }),
+      clock: world.clock(clock, gate),
+      isVoting: () => true,
+      noteAbstentions: () => undefined,
+      refreshSettings: () => Promise.resolve(false),
+      unavailable: (summary) => new QuorumUnavailableError(summary),
+    };
+    const proposer = new TokenProposer(() => EPOCH_MS + world.time + skewMs + gate.offsetMs);
+    const releaser = new Releaser(context);
+    const own = seededRandom(c.seed ^ (processes.length * 0x9e37));
+    processes.push({ name, gate, kind: 'client', restart: () => startClient(settings, skewMs) });
+    const loop = async (): Promise<void> => {
+      for (;;) {
+        await context.clock.sleep(Math.floor(own() * 4 * ttlMs));
+        const resource = RESOURCES[Math.floor(own() * RESOURCES.length)]!;
+        const keys = keysOf(resource, layout);
+        const startSeq = world.seq;
+        const startMs = world.time;
+        const leaseId = newId();
+        world.note(`${name} attempt ${leaseId}`);
+        const result = await attemptAcquire(
+          context,
+          { proposer, releaser, jitter: () => 0 },
+          { resource, keys, leaseId, ttlMs },
+        ).catch(() => null);
+        if (result?.kind !== 'granted') continue;
+        world.note(`${name} granted ${result.grant.token}`);
+        grants.push({
+          resource,
+          process: name,
+          token: result.grant.token,
+          startSeq,
+          endSeq: world.seq,
+          startMs,
+          endMs: world.time,
+        });
+        stepDone('grant');
+        await context.clock.sleep(1 + Math.floor(own() * ttlMs));
+        await releaser.undoAttempt(keys, leaseId).catch(() => undefined);
+      }
+    };
+    void loop();
+  };
+
+  const startRepairer = (node: number): void => {
+    if (models[node]!.incarnation() !== null) return;
+    const name = `r${processes.length}-n${node}`;
+    const gate = newGate();
+    const closing = new AbortController();
+    processes.push({ name, gate, kind: 'repairer', node, closing, restart: () => startRepairer(node) });
+    const nodes = models.map((model) => new SimNode(world, model, name, 1, n, gate));
+    const context: RepairContext = {
+      nodes,
+      quorum,
+      clock: world.clock({}, gate),
+      callTimeoutMs: TTL_MS,
+      closing: closing.signal,
+      status: () => undefined,
+      reportError: () => undefined,
+      newId,
+    };
+    // A repair that ends with the node still empty (stopped, crashed, given up) is taken up again by a process that
+    // notices the node empty (NodeSet repairs a node its probe finds empty): another repairer starts at once, and
+    // waits for the stopped one's marker to expire.
+    const retry = (): void => {
+      if (gate.dead || closing.signal.aborted) {
+        world.processAt(undefined, world.time, `retry repair of n${node}`, () => startRepairer(node));
+      }
+    };
+    void repairNode(context, nodes[node]!, SIM_REPAIR_TIMING).then(() => {
+      if (models[node]!.incarnation() !== null) unrepaired.delete(node);
+    }, retry);
+  };
+
+  const strike = (fault: Fault): void => {
+    const processAt = (i: number): Process | undefined =>
+      processes.length === 0 ? undefined : processes[i % processes.length];
+    world.note(`nemesis: ${JSON.stringify(fault)}`);
+    switch (fault.kind) {
+      case 'amnesia': {
+        const node = fault.node % n;
+        // More than N − quorum nodes without their state is beyond what any quorum protocol survives.
+        if (!unrepaired.has(node) && unrepaired.size >= n - quorum) return;
+        unrepaired.add(node);
+        models[node]!.loseState();
+        startRepairer(node);
+        return;
+      }
+      case 'repair': {
+        const empty = models.filter((m) => m.incarnation() === null);
+        if (empty.length > 0) startRepairer(empty[fault.node % empty.length]!.index);
+        return;
+      }
+      case 'stop-repair': {
+        const running = processes.filter((p) => p.closing?.signal.aborted === false && !p.gate.dead);
+        running[fault.repair % Math.max(1, running.length)]?.closing!.abort(
+          new Error('closed by the nemesis'),
+        );
+        return;
+      }
+      case 'crash': {
+        const p = processAt(fault.process);
+        if (p === undefined || p.gate.dead) return;
+        p.gate.dead = true;
+        p.restart();
+        return;
+      }
+      case 'fold':
+        models[fault.node % n]!.foldAll();
+        return;
+      case 'fold-all':
+        for (const model of models) model.foldAll();
+        return;
+      case 'pause': {
+        const p = processAt(fault.process);
+        if (p !== undefined) p.gate.pausedUntil = Math.max(p.gate.pausedUntil, world.time + fault.ms);
+        return;
+      }
+      case 'skew': {
+        const p = processAt(fault.process);
+        if (p !== undefined) p.gate.offsetMs += fault.ms;
+        return;
+      }
+      case 'start-client':
+        startClient(fault.settings, fault.skewMs);
+        return;
+    }
+  };
+
+  const skews = [0, -HOUR_MS, HOUR_MS, -1_234];
+  for (let i = 0; i < (n === 3 ? 2 : 3); i++) startClient('same', skews[int(0, skews.length - 1)]!);
+
+  let shadowed = false;
+  const lookForShadows = (): void => {
+    for (const model of models) {
+      if (shadowed || model.incarnation() === null) continue;
+      const floor = model.floor();
+      for (const value of model.registers().values()) if (value < floor) shadowed = true;
+    }
+  };
+  const inPalette = (cut: Cut): boolean => c.palette === undefined || c.palette.includes(cut.fault.kind);
+  const cuts = c.cuts
+    .filter((cut) => cut.after === undefined && inPalette(cut))
+    .sort((a, b) => a.step - b.step);
+  /** Cuts after the n-th run of a step, by step name. */
+  const stepCuts = new Map<string, Cut[]>();
+  for (const cut of c.cuts) {
+    if (cut.after !== undefined && inPalette(cut))
+      stepCuts.set(cut.after, [...(stepCuts.get(cut.after) ?? []), cut]);
+  }
+  const runsOf = new Map<string, number>();
+  let next = 0;
+  let fired = 0;
+  world.onApply = (label) => stepDone(stepName(label));
+  function stepDone(step: string): void {
+    lastStep = step;
+    const count = (runsOf.get(lastStep) ?? 0) + 1;
+    runsOf.set(lastStep, count);
+    for (const cut of stepCuts.get(lastStep) ?? []) {
+      if (cut.step !== count) continue;
+      cutAfter.add(lastStep);
+      strike(cut.fault);
+      lookForShadows();
+      fired++;
+    }
+  }
+  await world.run({
+    maxSteps: options.maxSteps ?? NEMESIS_STEPS,
+    untilMs: Number.MAX_SAFE_INTEGER,
+    afterEach: () => {
+      while (next < cuts.length && cuts[next]!.step <= world.steps) {
+        cutAfter.add(lastStep);
+        strike(cuts[next]!.fault);
+        lookForShadows();
+        if (cuts[next]!.fault.kind.startsWith('fold')) lastStep = 'fold';
+        next++;
+        fired++;
+      }
+    },
+  });
+  // Nothing of a crashed or finished run may go on in the background: every process stops here.
+  for (const p of processes) {
+    p.gate.dead = true;
+    p.closing?.abort(new Error('run over'));
+  }
+  lookForShadows();
+  const violations = g2Violations(grants);
+  return {
+    grants,
+    violation: violations[0]?.text ?? null,
+    steps: world.steps,
+    cutsFired: fired,
+    cutAfter,
+    shadowed,
+    log: world.log,
+  };
+}
+
+const FAULT_KINDS: readonly Fault['kind'][] = [
+  'amnesia',
+  'repair',
+  'stop-repair',
+  'crash',
+  'fold',
+  'fold-all',
+  'pause',
+  'skew',
+  'start-client',
+];
+
+const process = fc.nat({ max: 7 });
+const node = fc.nat({ max: 4 });
+
+/** One fault; weights favour what F27 needs (losses, repairs stopped and restarted, folds), but every kind appears. */
+export const faultArbitrary: fc.Arbitrary<Fault> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('amnesia' as const), node }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('repair' as const), node }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('stop-repair' as const), repair: node }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('crash' as const), process }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('fold' as const), node }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('fold-all' as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('pause' as const),
+      process,
+      ms: fc.constantFrom(50, 600, 3_000),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('skew' as const),
+      process,
+      ms: fc.constantFrom(-2_000, 2_000, 5_000),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('start-client' as const),
+      settings: fc.constantFrom<ClientSettings>(
+        'same',
+        'long-ttl',
+        'short-timeout',
+        'slow-timers',
+        'other-layout',
+        'other-node-count',
+      ),
+      skewMs: fc.constantFrom(0, -HOUR_MS, HOUR_MS),
+    }),
+  },
+);
+
+const cutArbitrary: fc.Arbitrary<Cut> = fc.oneof(
+  fc.record({ step: fc.nat({ max: NEMESIS_STEPS - 1 }), fault: faultArbitrary }),
+  fc.record({
+    // Mostly one of the first runs of the step (a repair's finish runs once), sometimes a later one.
+    step: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) }, fc.integer({ min: 1, max: 12 })),
+    after: fc.constantFrom(...COVERAGE_KEYS.filter((key) => key !== 'start' && key !== 'fold')),
+    fault: faultArbitrary,
+  }),
+);
+
+/**
+ * A case: 3 or 5 nodes, a seed, up to 32 cuts, each at any event or right after any run of a step, and the palette
+ * of fault kinds it uses.
+ */
+export const nemesisCaseArbitrary: fc.Arbitrary<NemesisCase> = fc.record({
+  nodes: fc.constantFrom(3, 5),
+  seed: fc.nat({ max: 2 ** 31 - 1 }),
+  cuts: fc.array(cutArbitrary, { maxLength: 32 }),
+  palette: fc.subarray([...FAULT_KINDS], { minLength: 1 }),
+});
