@@ -18,9 +18,9 @@ import { keySlot, slotTag } from './slots.js';
  * node-redlock's key in the `'fenced'` layout (`holdRedlockKey`, what the redlock drop-in runs with): the lease key is
  * the resource name itself, holding exactly the lease id as node-redlock's does, while the record, the token register
  * and the channel stay the `'fenced'` layout's own. The layout is the register's, so the nodes' layout check still
- * sees `'fenced'` ({@link keyLayoutOf}) and every product keeps one register per resource; an acquire is granted only
+ * sees `'fenced'` (`keyLayoutOf`) and every product keeps one register per resource; an acquire is granted only
  * where both the record (what a Coordinator holds) and the resource name (what node-redlock holds) are free or ours.
- * The two share a Redis Cluster slot unless the name holds `{`, `}` or `%` ({@link redlockKeySlotSplit}).
+ * The two share a Redis Cluster slot unless the name holds `{`, `}` or `%` (`redlockKeySlotSplit`).
  */
 export type KeyLayout = 'fenced' | 'redlock';
 
