@@ -35,6 +35,7 @@ import { loadScriptSource } from '../../packages/coordinator/src/scripts/scripts
 import { positiveInteger } from '../suite/options.js';
 import { redlockSources } from './redlock-scripts.js';
 import { quantileSorted } from '../suite/statistics.js';
+import { scriptKeys } from '../../packages/coordinator/src/scripts/script-keys.js';
 
 // redlock 5's package.json "exports" has no "types" condition (see lock-library.ts).
 const redlockPackage: string = 'redlock';
@@ -108,7 +109,7 @@ try {
       name: 'fenced script',
       acquire: async (i) => {
         const k = resourceKeys(PREFIX, `raw:${i % RESOURCES}`);
-        const keys = [state.incarnation, state.floor, state.seal, state.settings, k.lease, k.record, k.token];
+        const keys = [...scriptKeys.acquire(state), ...scriptKeys.acquireItem(k)];
         const id = leaseId();
         const token = (++proposal).toString();
         await firstOf(

@@ -30,6 +30,7 @@ import {
 import { loadScriptSource } from '../../packages/coordinator/src/scripts/scripts.js';
 import { positiveInteger } from '../suite/options.js';
 import { redisCpuSeconds } from '../suite/environment.js';
+import { scriptKeys } from '../../packages/coordinator/src/scripts/script-keys.js';
 
 const PREFIX = 'fenced';
 /** Long enough that no lease expires during a run. */
@@ -79,9 +80,7 @@ try {
       const reply = (await client.evalsha(
         sha,
         3,
-        state.incarnation,
-        state.floor,
-        state.fold,
+        ...scriptKeys.fold(state),
         cursor,
         count,
         tokenKeyPattern(PREFIX),

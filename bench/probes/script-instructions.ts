@@ -32,6 +32,7 @@ import { MAX_BATCH_SIZE } from '../../packages/coordinator/src/scripts/script-ba
 import { loadScriptSource } from '../../packages/coordinator/src/scripts/scripts.js';
 import { positiveInteger } from '../suite/options.js';
 import { redlockSources } from './redlock-scripts.js';
+import { scriptKeys } from '../../packages/coordinator/src/scripts/script-keys.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PREFIX = 'fenced';
@@ -196,17 +197,16 @@ async function run(
   for (let at = 0; at < resources.length; at += batch) {
     const group = resources.slice(at, at + batch);
     if (variant.kind === 'fenced') {
-      const keys: string[] =
-        script === 'acquire' ? [state.incarnation, state.floor, state.seal, state.settings] : [];
+      const keys: string[] = script === 'acquire' ? scriptKeys.acquire(state) : [];
       const args: string[] = [];
       for (const resource of group) {
         const k = resourceKeys(PREFIX, resource);
         if (script === 'acquire') {
-          keys.push(k.lease, k.record, k.token);
+          keys.push(...scriptKeys.acquireItem(k));
           token++;
           args.push(leaseId(resource), String(TTL_MS), token.toString(), '');
         } else {
-          keys.push(k.lease, k.record);
+          keys.push(...scriptKeys.releaseItem(k));
           args.push(leaseId(resource), k.channel);
         }
       }
