@@ -9,7 +9,7 @@ import { coordinatorEventSinks, type CoordinatorEvents } from './events/coordina
 import type { Lease } from './lease/lease.js';
 import type { AcquireOptions } from './lease/lease-watch.js';
 import type { MultiLease } from './lease/multi-lease.js';
-import type { AttemptReportOptions } from './lease/attempt-report.js';
+import type { CoordinatorAcquireOptions, TryAcquireOptions } from './lease/attempt-report.js';
 import {
   validateAcquire,
   validateLeaseId,
@@ -38,20 +38,12 @@ export type { CoordinatorEvents, NodeErrorEvent, RepairProgressEvent } from './e
 export type {
   AttemptReport,
   AttemptReportOptions,
+  CoordinatorAcquireOptions,
   NodeVote,
   NodeVoteAgainst,
   NodeVoteFor,
+  TryAcquireOptions,
 } from './lease/attempt-report.js';
-
-/**
- * The coordinator's acquire options: the shared {@link AcquireOptions}, plus `onAttempt`, called after every
- * attempt (one round over the requested resources) with each node's vote in it, granted or not — e.g. a node
- * whose lease key holds another value is an `against` vote with reason `held` (lease/attempt-report.ts).
- */
-export interface CoordinatorAcquireOptions extends AcquireOptions, AttemptReportOptions {}
-
-/** The options of `tryAcquire`: those of `acquire` without `waitMs` (it makes one attempt and never waits). */
-export type TryAcquireOptions = Omit<CoordinatorAcquireOptions, 'waitMs'>;
 
 /**
  * Grants Redlock leases over N independent Redis masters, each with a fencing token from a quorum
@@ -74,10 +66,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return this.nodes.settings;
   }
 
-  /**
-   * The settings a request is checked against (lease/validate-request.ts): the settings of the moment, and whether a
-   * node is a Redis Cluster member (a script then touches one slot: node-redlock's key must share the record's).
-   */
+  /** The settings of the moment, and whether a node is a Cluster member (lease/validate-request.ts says why). */
   private get requestSettings(): RequestSettings {
     return this.clusterMember ? { ...this.settings, clusterMember: true } : this.settings;
   }

@@ -1,3 +1,4 @@
+import type { AcquireOptions } from './lease-watch.js';
 /**
  * What each node voted in one attempt of an acquire, extend or release, read from the replies the attempt already
  * received: for callers that show votes per node (e.g. @fenced/redlock's `ExecutionStats`, redlock v5's
@@ -108,3 +109,13 @@ export function combineVotes(perResource: readonly (readonly NodeVote[])[]): Nod
     return { ...against, applied: votes.filter((v) => v.vote === 'for').length };
   });
 }
+
+/**
+ * The coordinator's acquire options: the shared {@link AcquireOptions}, plus `onAttempt`, called after every
+ * attempt (one round over the requested resources) with each node's vote in it, granted or not — e.g. a node
+ * whose lease key holds another value is an `against` vote with reason `held`.
+ */
+export interface CoordinatorAcquireOptions extends AcquireOptions, AttemptReportOptions {}
+
+/** The options of `tryAcquire`: those of `acquire` without `waitMs` (it makes one attempt and never waits). */
+export type TryAcquireOptions = Omit<CoordinatorAcquireOptions, 'waitMs'>;
