@@ -1,44 +1,49 @@
 // The fence statements of a guarded transaction (DESIGN §4), and why they keep G1.
 //
-// One fence over the store's own pool is one message of two statements (with BEGIN and the settings), then a
-// second message only when neither decided:
+// One fence over the store's own pool is one statement (sent with BEGIN and the settings), then a second message
+// only when it fenced nothing. Which statement goes first is a guess from what this store last fenced the resource
+// with (the same token from the same lease: the lease writes again), never part of the decision: either one
+// fences only when it holds the row lock on the latest version that admits the token, and otherwise step 2
+// decides every case on its own.
 //
-// 1a. `select f.resource from fence f where resource = r and token = t and lease_id_hash = h for update`: the
-//     same lease again with the same token (a lease that writes more than once). It locks the row and writes no
-//     new row version: a row lock orders the guarded transactions of a resource as well as an UPDATE does, and
-//     the row then has nothing to change (G1 asks for non-decreasing token order, and an equal token from the
-//     same lease is already the fence). Under READ COMMITTED a SELECT … FOR UPDATE that finds the row locked
-//     waits for the holder and re-checks its condition on the version the holder committed (EvalPlanQual): it
-//     returns the row, locked until COMMIT, exactly when the latest committed fence is this token from this
-//     lease. Two transactions of the same lease at once: the second waits for the first's COMMIT, then locks.
-// 1b. `update fence f set token = t … where resource = r and token < t`: a higher token raises the row (command tag
-//     `UPDATE 1`), re-checked on the latest version after any wait as above, the row locked until COMMIT. Strictly
-//     lower only: after (1a) locked the row at t this statement's new snapshot sees t and writes nothing. A higher
-//     token arriving while (1a) of an equal one holds the lock waits for that COMMIT, then raises: the equal
-//     token's transaction commits first, in token order. When the snapshot of (1a) had no row at t (a row at t − 1
-//     that a concurrent transaction of the same lease was raising to t, say) (1b) waits, re-checks, finds t and
-//     raises nothing: both are zero and step 2 decides.
-// 2.  Only when (1a) returned no row and (1b) raised none: `insert … on conflict (resource) do update set … where
-//     f.token < excluded.token`, then `select … where resource = r and token = t and lease_id_hash = h`, in one
-//     message. (1) decided nothing either because its snapshots had no row (a resource never fenced, a concurrent
-//     first write not yet visible) or because the latest version refused the token (or the equal-token race
-//     above). The upsert takes a new snapshot and decides on the latest version: it inserts the row, or locks the
-//     existing one (waiting for a concurrent inserter or holder; ON CONFLICT DO UPDATE locks the conflicting row
-//     even when its WHERE is false) and raises it only when lower, returning the row when it inserted or raised
-//     it. Every outcome leaves the row locked by this transaction, so the SELECT after it reads the fence as it
-//     stands until COMMIT: a row back from either (inserted, raised, or this token from this lease) means
-//     fenced; none means stale, and the transaction rolls back before the caller's callback runs. Nothing ran between (1) and (2) in the transaction, the settings of the
-//     first message apply to both, and (2) never runs after (1) locked or modified the row.
-//
+// 1a. Guessed equal: `select f.resource from fence f where resource = r and token = t and lease_id_hash = h for
+//     update`. It locks the row and writes no new row version: a row lock orders the guarded transactions of a
+//     resource as well as an UPDATE does, and the row has nothing to change (G1 asks for non-decreasing token
+//     order; an equal token from the same lease is already the fence). Under READ COMMITTED a SELECT … FOR UPDATE
+//     that finds the row locked waits for the holder and re-checks its condition on the version the holder
+//     committed (EvalPlanQual): it returns the row, locked until COMMIT, exactly when the latest committed fence
+//     is this token from this lease. Two transactions of the same lease at once: the second waits for the first's
+//     COMMIT, then locks. A higher token arriving while it holds the lock waits for that COMMIT (its own statement
+//     waits for the row), then raises: the equal token's transaction commits first, in token order.
+// 1b. Otherwise: `update fence f set token = t … where resource = r and token < t`: a higher token raises the row
+//     (command tag `UPDATE 1`), re-checked on the latest version after any wait as above, the row locked until
+//     COMMIT. Strictly lower only, so an equal token never rewrites the row here either.
+// 2.  Only when step 1 fenced nothing: `insert … on conflict (resource) do update set … where f.token <
+//     excluded.token returning f.resource`, then `select … where resource = r and token = t and lease_id_hash =
+//     h`, in one message. Step 1 fenced nothing because its snapshot had no row (a resource never fenced, a
+//     concurrent first write not yet visible), because the latest version refused the token, or because it was
+//     the other statement's case (a wrong guess; or a row at t − 1 that a concurrent transaction of the same
+//     lease was raising to t: (1a) saw t − 1, or (1b) waited, re-checked, found t and raised nothing). The upsert
+//     takes a new snapshot and decides on the latest version: it inserts the row, or locks the existing one
+//     (waiting for a concurrent inserter or holder; ON CONFLICT DO UPDATE locks the conflicting row even when its
+//     WHERE is false) and raises it only when lower, returning the row when it inserted or raised it. Every
+//     outcome leaves the row locked by this transaction, so the SELECT after it reads the fence as it stands
+//     until COMMIT: a row back from either (inserted, raised, or this token from this lease) means fenced; none
+//     means stale, and the transaction rolls back before the caller's callback runs. Nothing ran between (1) and
+//     (2) in the transaction, the settings of the first message apply to both, and (2) never runs after (1)
+//     locked or modified the row.
+
 // An equal token from the same lease therefore writes no row version on any path (no WAL for a new tuple, no
-// dead version to prune), only the row lock. A token below the fence, or equal from another lease (or naming no
+// dead version to prune), only the row lock; guessed right, that costs one statement, as the raise does. A wrong
+// guess costs the round trip of step 2, as the first write of a resource does. A token below the fence, or equal from another lease (or naming no
 // lease: a null digest equals nothing), is still refused; a higher one still raises.
 //
 // Before the split of (1) and (2) all ran as one statement (a CTE whose insert-or-update half ran when the UPDATE
 // half raised nothing). The decision is the same; Postgres no longer starts the insert's executor, arbiter index
 // and the union in every transaction (about 45 000 fewer instructions per guarded transaction on the server,
 // measured with callgrind; docs/benchmark-experiments.md). The price is one more round trip on the first write of
-// a resource and before a StaleTokenError.
+// a resource and before a StaleTokenError. Sending (1a) and (1b) together in every transaction, rather than one
+// by the guess, cost more CPU than the row version it saved (docs/benchmark-experiments.md).
 //
 // Several fences: one `insert … select … from (values …) order by` upsert (rows locked in the sorted order, no
 // deadlock) and the SELECT after it, decided as (2). Over a Kysely the store did not create, and for every other
@@ -119,20 +124,22 @@ function prepare(schema: string, text: string): PreparedStatement {
   return { name, prepare: `prepare ${name} (text, bigint, bytea) as\n${text}` };
 }
 
+/** How many resources a store remembers its last fence of (the guess of step 1; oldest forgotten first). */
+const REMEMBERED_FENCES = 4096;
+
 /**
  * The fence statements of the store's own pools, where the driver sends them in the same message as BEGIN: all
- * literals (a simple-protocol message carries no bound parameters), and for one fence also as two prepared
- * statements, so Postgres does not parse and plan them in every transaction:
+ * literals (a simple-protocol message carries no bound parameters), and for one fence also as prepared
+ * statements (both prepared once per connection), so Postgres does not parse and plan them in every transaction:
  *
  *     set local lock_timeout = …; set local idle_in_transaction_session_timeout = …;
- *     set local synchronous_commit = on; execute fenced_fence_…('resource', token, '\x…');
- *     execute fenced_fence_…('resource', token, '\x…')
+ *     set local synchronous_commit = on; execute fenced_fence_…('resource', token, '\x…')
  *
- * (the prepared statements: the SELECT … FOR UPDATE and the UPDATE of the file comment's step 1;
- * {@link insertOrRaise} is step 2, for the store to run only when step 1 decided nothing). The settings are
- * utility statements run before the fence statements (so `lock_timeout` bounds their waits), local to the
- * transaction (the pool's other transactions keep their own), and set again by every guarded transaction (so a
- * `SET synchronous_commit = off` that someone ran on a pooled connection cannot reach a guarded COMMIT).
+ * (the prepared statement: the SELECT … FOR UPDATE or the UPDATE of the file comment's step 1, as guessed from
+ * {@link fenced}; {@link insertOrRaise} is step 2, for the store to run only when step 1 fenced nothing). The
+ * settings are utility statements run before the fence statements (so `lock_timeout` bounds their waits), local
+ * to the transaction (the pool's other transactions keep their own), and set again by every guarded transaction
+ * (so a `SET synchronous_commit = off` that someone ran on a pooled connection cannot reach a guarded COMMIT).
  * Several fences: one `insert … select … from (values …) order by` statement, so the rows are locked in the
  * sorted order, then the deciding SELECT.
  *
@@ -144,6 +151,8 @@ export class LiteralFenceStatements {
   readonly #table: string;
   readonly #settings: string;
   readonly #prepared: readonly [lock: PreparedStatement, raise: PreparedStatement];
+  /** Per resource, the token and lease digest this store last fenced it with: only the guess of step 1. */
+  readonly #last = new Map<string, { readonly token: bigint; readonly leaseIdHash: Buffer }>();
 
   constructor(schema: string, settings: GuardSettings) {
     this.#table = `${pg.escapeIdentifier(schema)}.fence`;
@@ -160,29 +169,50 @@ export class LiteralFenceStatements {
 
   /**
    * What the driver needs for `fences` (sorted, validated): for several, the upsert and the deciding SELECT; for
-   * one, step 1 of the file comment (a row back from its SELECT, or `UPDATE 1`: fenced), after which the store
-   * runs {@link insertOrRaise} if neither.
+   * one, step 1 of the file comment (a row back from the SELECT, or `UPDATE 1`: fenced), after which the store
+   * runs {@link insertOrRaise} if it fenced nothing.
    */
   statement(fences: readonly NormalizedFence[]): StoreStatement {
     if (fences.length !== 1) return { text: `${this.#settings};\n${this.#insert(fences)}` };
+    const f = fences[0]!;
     const [lock, raise] = this.#prepared;
-    const values = literals(fences[0]!);
+    const equal = this.#guessEqual(f);
+    const chosen = equal ? lock : raise;
     const settings = this.#settings;
     const table = this.#table;
-    const f = fences[0]!;
     return {
-      // Built only if the prepared statements cannot be used.
+      // Built only if the prepared statement cannot be used.
       get text() {
         const [resource, token, leaseIdHash] = literalList(f);
-        return `${settings};
-${lockEqual(table, resource, token, leaseIdHash)};
-${raiseExisting(table, resource, token, leaseIdHash)}`;
+        return `${settings};\n${(equal ? lockEqual : raiseExisting)(table, resource, token, leaseIdHash)}`;
       },
       prepared: {
         statements: [lock, raise],
-        execute: `${settings};\nexecute ${lock.name}(${values});\nexecute ${raise.name}(${values})`,
+        execute: `${settings};\nexecute ${chosen.name}(${literals(f)})`,
       },
     };
+  }
+
+  /**
+   * Records that a transaction of this store fenced `fence` (it may still roll back: only a guess for the next
+   * {@link statement} on the resource).
+   */
+  fenced(fence: NormalizedFence): void {
+    if (fence.leaseIdHash === null) return;
+    this.#last.delete(fence.resource);
+    if (this.#last.size >= REMEMBERED_FENCES) this.#last.delete(this.#last.keys().next().value!);
+    this.#last.set(fence.resource, { token: fence.token, leaseIdHash: fence.leaseIdHash });
+  }
+
+  /** Whether this store last fenced the resource with this token from this lease. */
+  #guessEqual(fence: NormalizedFence): boolean {
+    const last = this.#last.get(fence.resource);
+    return (
+      last !== undefined &&
+      fence.leaseIdHash !== null &&
+      last.token === fence.token &&
+      last.leaseIdHash.equals(fence.leaseIdHash)
+    );
   }
 
   /**

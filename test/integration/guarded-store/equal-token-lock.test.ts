@@ -2,7 +2,8 @@
 // a lease that writes again with its token takes the fence row's lock and writes no new row version (the row's
 // ctid and xmin stay as they were), and that lock still holds every other writer of the resource until COMMIT:
 // a second transaction of the same lease, and a higher token of another lease. Through the store's own pool
-// (one fence, several fences) and through the SQL function (a Kysely the store did not create, and by hand).
+// (one fence: the SELECT … FOR UPDATE of step 1, or step 2 for a store that never fenced the resource; several
+// fences) and through the SQL function (a Kysely the store did not create, and by hand).
 import { randomUUID } from 'node:crypto';
 import { StaleTokenError } from '@fenced/shared';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -39,6 +40,11 @@ beforeAll(async () => {
   paths.push(
     { name: 'own pool, one fence', run: (fences, inside) => f.store.run(fences[0]!, inside) },
     { name: 'own pool, several fences', run: (fences, inside) => f.store.run(fences, inside) },
+    {
+      // A store that never fenced the resource sends the UPDATE first; step 2 (upsert and SELECT) then decides.
+      name: 'own pool, one fence, a new store each time',
+      run: (fences, inside) => f.anotherStore({ ...PATIENT, maxConnections: 1 }).run(fences[0]!, inside),
+    },
     {
       name: 'SQL function, Kysely the store did not create',
       run: (fences, inside) => functionStore.run(fences, inside),
@@ -138,7 +144,7 @@ describe('the check on row versions', () => {
   });
 });
 
-describe.each([0, 1, 2, 3])('equal-token fence, path %i', (index) => {
+describe.each([0, 1, 2, 3, 4])('equal-token fence, path %i', (index) => {
   const path = () => paths[index]!;
 
   it('writes no new row version for the same lease with its token; a higher token does', async () => {

@@ -17,26 +17,14 @@ describe('LiteralFenceStatements', () => {
     ]);
   });
 
-  it('runs one fence as a prepared SELECT … FOR UPDATE of the equal row and a prepared UPDATE of a lower one, with a literal fallback', () => {
-    const { text, prepared } = statements.statement(
-      normalizeFences({ resource: 'r', token: MAX_TOKEN, leaseId: 'lease' }),
-    );
+  it('runs one fence as a prepared UPDATE of a lower row, or after the same fence a prepared SELECT … FOR UPDATE, with a literal fallback', () => {
+    const own = new LiteralFenceStatements('app', settings);
+    const [fence] = normalizeFences({ resource: 'r', token: MAX_TOKEN, leaseId: 'lease' });
     const hash = String.raw` +E'\\\\x[0-9a-f]{64}'::bytea`;
-    const parts = text.split(';\n');
-    expect(parts).toHaveLength(5);
-    expect(parts[3]).toMatch(
-      new RegExp(
-        String.raw`^select f\.resource from "app"\.fence as f\n where f\.resource = 'r'::text and f\.token = 9223372036854775807::bigint and f\.lease_id_hash =${hash}\n   for update$`,
-      ),
-    );
-    expect(parts[4]).toMatch(
-      new RegExp(
-        String.raw`^update "app"\.fence as f set token = 9223372036854775807::bigint, lease_id_hash =${hash}, updated_at = now\(\)\n where f\.resource = 'r'::text and f\.token < 9223372036854775807::bigint$`,
-      ),
-    );
-    expect(text).not.toMatch(/insert|on conflict|order by|\(values|returning|f\.token <=/);
-    const [lock, raise] = prepared!.statements;
-    expect(prepared!.statements).toHaveLength(2);
+    const values = String.raw`\('r'::text, 9223372036854775807::bigint,${hash}\)`;
+    const first = own.statement([fence!]);
+    const [lock, raise] = first.prepared!.statements;
+    expect(first.prepared!.statements).toHaveLength(2);
     expect(lock!.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
     expect(raise!.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
     expect(lock!.name).not.toBe(raise!.name);
@@ -46,10 +34,47 @@ describe('LiteralFenceStatements', () => {
     expect(raise!.prepare).toBe(
       `prepare ${raise!.name} (text, bigint, bytea) as\nupdate "app".fence as f set token = $2, lease_id_hash = $3, updated_at = now()\n where f.resource = $1 and f.token < $2`,
     );
-    const values = String.raw`\('r'::text, 9223372036854775807::bigint,${hash}\)`;
-    expect(prepared!.execute).toMatch(
-      new RegExp(String.raw`;\nexecute ${lock!.name}${values};\nexecute ${raise!.name}${values}$`),
+    // Nothing fenced yet by this store: the UPDATE.
+    expect(first.prepared!.execute).toMatch(new RegExp(String.raw`;\nexecute ${raise!.name}${values}$`));
+    expect(first.text.split(';\n')).toHaveLength(4);
+    expect(first.text.split(';\n')[3]).toMatch(
+      new RegExp(
+        String.raw`^update "app"\.fence as f set token = 9223372036854775807::bigint, lease_id_hash =${hash}, updated_at = now\(\)\n where f\.resource = 'r'::text and f\.token < 9223372036854775807::bigint$`,
+      ),
     );
+    // After this store fenced it: the SELECT … FOR UPDATE for the same token and lease, the UPDATE otherwise.
+    own.fenced(fence!);
+    const again = own.statement([fence!]);
+    expect(again.prepared!.execute).toMatch(new RegExp(String.raw`;\nexecute ${lock!.name}${values}$`));
+    expect(again.text.split(';\n')[3]).toMatch(
+      new RegExp(
+        String.raw`^select f\.resource from "app"\.fence as f\n where f\.resource = 'r'::text and f\.token = 9223372036854775807::bigint and f\.lease_id_hash =${hash}\n   for update$`,
+      ),
+    );
+    for (const other of [
+      { resource: 'r', token: 5n, leaseId: 'lease' },
+      { resource: 'r', token: MAX_TOKEN, leaseId: 'another' },
+      { resource: 'r', token: MAX_TOKEN },
+      { resource: 's', token: MAX_TOKEN, leaseId: 'lease' },
+    ]) {
+      expect(own.statement(normalizeFences(other)).prepared!.execute).toContain(`execute ${raise!.name}(`);
+    }
+    for (const { text } of [first, again]) {
+      expect(text).not.toMatch(/insert|on conflict|order by|\(values|returning|f\.token <=/);
+    }
+  });
+
+  it('remembers a bounded number of fences, the oldest forgotten first', () => {
+    const own = new LiteralFenceStatements('app', settings);
+    const fenceOf = (i: number) => normalizeFences({ resource: `r${i}`, token: 1n, leaseId: 'l' })[0]!;
+    const guessesEqual = (i: number) =>
+      own
+        .statement([fenceOf(i)])
+        .prepared!.execute.includes(own.statement([fenceOf(i)]).prepared!.statements[0]!.name);
+    for (let i = 0; i <= 4096; i++) own.fenced(fenceOf(i));
+    expect(guessesEqual(0)).toBe(false);
+    expect(guessesEqual(1)).toBe(true);
+    expect(guessesEqual(4096)).toBe(true);
   });
 
   it('inserts or raises one fence only when lower, then selects the row at this token from this lease, as literals without the settings', () => {
@@ -70,9 +95,9 @@ describe('LiteralFenceStatements', () => {
 
   it('escapes resource names as literals', () => {
     const { prepared } = statements.statement(normalizeFences({ resource: `a'b\\c; --`, token: 1n }));
-    for (const { name } of prepared!.statements) {
-      expect(prepared?.execute).toContain(`execute ${name}( E'a''b\\\\c; --'::text, 1::bigint, null::bytea)`);
-    }
+    expect(prepared?.execute).toContain(
+      `execute ${prepared!.statements[1]!.name}( E'a''b\\\\c; --'::text, 1::bigint, null::bytea)`,
+    );
   });
 
   it('locks several fences in the sorted order through one VALUES statement, not prepared', () => {
