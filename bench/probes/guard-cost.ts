@@ -1,13 +1,15 @@
 // What one guarded write costs besides its round trips (issue 21, item 4):
 //   node --conditions=@fenced/source --import tsx bench/probes/guard-cost.ts [--transactions N] [--rounds N]
-//        [--concurrency 1,32] [--baseline-ref REF]
+//        [--concurrency 1,32] [--baseline-ref REF] [--same-token]
 // Starts a throw-away Postgres (as the bench does), then, per concurrency, runs rounds interleaved of N
 // transactions of each variant: a plain one-UPDATE transaction (Kysely `transaction()`), the same UPDATE through
 // `GuardedStore.run`, an empty guarded transaction (a fence-in), and with `--baseline-ref` the same UPDATE through
 // the guarded store of that revision (its own pool and schema). At concurrency C, C workers each write their own
 // row under their own resource on a pool of C connections. Per transaction: wall time, this process's CPU
 // (`process.cpuUsage`), the CPU of the variant's backends (/proc/<pid>/stat, 10 ms ticks: coarse) and the WAL it
-// wrote (pg_current_wal_insert_lsn before and after, nothing else writing). CPU is what a busy machine moves
+// wrote (pg_current_wal_insert_lsn before and after, nothing else writing). With `--same-token`, also the guarded
+// UPDATE of a lease that writes again with its token (one token per worker, the fence row already at it: the
+// equal-token fence), for this revision and the baseline's. CPU is what a busy machine moves
 // least: at 32 writers on 2 cores the run is CPU-bound and time per write follows CPU per write. Measures;
 // never fails on a figure.
 import fs from 'node:fs';
@@ -36,6 +38,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '1' },
     'baseline-ref': { type: 'string' },
+    'same-token': { type: 'boolean', default: false },
   },
 });
 const transactions = Number(values.transactions);
@@ -148,6 +151,23 @@ try {
         ),
     });
   }
+  if (values['same-token']) {
+    variants.push({
+      name: 'guarded same token',
+      application: 'fenced-guard-cost',
+      op: (w) =>
+        current.store.run({ resource: `same-${w}`, token: 1n, leaseId: 'lease-1' }, (trx) => update(trx, w)),
+    });
+    if (earlier !== undefined) {
+      const { store, ref } = earlier;
+      variants.push({
+        name: `guarded same token@${ref}`,
+        application: 'fenced-guard-cost-before',
+        op: (w) =>
+          store.run({ resource: `same-${w}`, token: 1n, leaseId: 'lease-1' }, (trx) => update(trx, w)),
+      });
+    }
+  }
   variants.push({
     name: 'fence-in',
     application: 'fenced-guard-cost',
@@ -195,14 +215,15 @@ try {
     }
     output +=
       `\nconcurrency ${concurrency}\n\n` +
-      '| variant | wall µs | client CPU µs | backend CPU µs | client + backend ÷ plain | WAL bytes |\n| --- | --- | --- | --- | --- | --- |\n';
+      '| variant | wall µs | wall ÷ plain | client CPU µs | backend CPU µs | client + backend ÷ plain | WAL bytes |\n| --- | --- | --- | --- | --- | --- | --- |\n';
     const cell = (list: number[]) =>
       `${median(list).toFixed(0)} [${Math.min(...list).toFixed(0)}–${Math.max(...list).toFixed(0)}]`;
     const plain = results.get('plain')!;
     const plainCpu = median(plain.clientUs) + median(plain.backendUs);
     for (const [name, r] of results) {
       const ratio = (median(r.clientUs) + median(r.backendUs)) / plainCpu;
-      output += `| ${name} | ${cell(r.wallUs)} | ${cell(r.clientUs)} | ${cell(r.backendUs)} | ${ratio.toFixed(2)}× | ${cell(r.wal)} |\n`;
+      const wallRatio = median(r.wallUs) / median(plain.wallUs);
+      output += `| ${name} | ${cell(r.wallUs)} | ${wallRatio.toFixed(2)}× | ${cell(r.clientUs)} | ${cell(r.backendUs)} | ${ratio.toFixed(2)}× | ${cell(r.wal)} |\n`;
     }
   }
   process.stdout.write(output);

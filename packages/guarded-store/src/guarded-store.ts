@@ -178,14 +178,15 @@ export class GuardedStore<DB> {
    * Runs `fn` in one guarded transaction on the resources of `fence` (one fence, a coordinator lease, or a list
    * for several resources at once). In order:
    *
-   * 1. One statement raises every fence row to its token — only if the stored token is lower, or equal and from
-   *    the same lease — and so locks the rows, in resource order. Zero rows for a resource means the token is
-   *    stale: the transaction rolls back and `StaleTokenError` (presented and current token) is thrown, before
+   * 1. The fence statements lock every fence row, in resource order, and raise it to the token if the stored
+   *    token is lower; an equal token from the same lease only locks the row (no new row version). A token
+   *    below, or equal from another lease, means the token is stale: the transaction rolls back and `StaleTokenError` (presented and current token) is thrown, before
    *    `fn` runs. Under READ COMMITTED, a statement that waited for a concurrent holder's row lock re-checks the
    *    condition against the row that holder committed, so no SERIALIZABLE is needed. Over a pool from
-   *    `createDatabase`, BEGIN, the transaction's settings and this statement go in one message; for one fence
-   *    it is an UPDATE of the existing row, followed by an insert-or-update only when it raised nothing (a new
-   *    resource, or stale: see fence-statement.ts).
+   *    `createDatabase`, BEGIN, the transaction's settings and the first statement go in one message; for one
+   *    fence it is a SELECT … FOR UPDATE of the row at this token from this lease (when this store last fenced
+   *    the resource with them) or an UPDATE of a lower row, followed by an insert-or-update only when it fenced
+   *    nothing (a new resource, a wrong guess, or stale: see fence-statement.ts).
    * 2. With `opId`: a committed operation with that id returns its stored result; `fn` does not run.
    * 3. `fn(trx)`: do the reads and the writes of the critical section here, on `trx`.
    * 4. With `opId`: the result is recorded, then COMMIT. The fence row locks are held until then, so the
@@ -388,8 +389,8 @@ export class GuardedStore<DB> {
    * waits for a concurrent holder's row lock, and `synchronous_commit = on` makes the COMMIT durable before it
    * is acknowledged (G1 assumes it, whatever the server, role or session default): both are set by every guarded
    * transaction, before the first fence statement. Over the store's own pool the statements are all literals
-   * and the first goes in the same message as BEGIN (one fence: a prepared UPDATE, then the upsert only when it
-   * raised nothing); otherwise one upsert with bound parameters and the settings in a CTE.
+   * and the first go in the same message as BEGIN (one fence: a prepared SELECT … FOR UPDATE or a prepared
+   * UPDATE, then the upsert only when it fenced nothing; several: the upsert and the SELECT that decides).
    * @returns the resources whose fence was raised (or re-entered by the same lease).
    */
   async #raiseFences(trx: Transaction<DB>, fences: readonly NormalizedFence[]): Promise<Set<string>> {
@@ -397,12 +398,20 @@ export class GuardedStore<DB> {
     const raised = await this.#ownStatement(async () => {
       const result = await trx.executeQuery(storeStatement<{ resource: string }>(literal.statement(fences)));
       if (fences.length !== 1) return result.rows;
-      // One fence: an UPDATE without RETURNING, whose command tag counts the row it raised.
-      if (result.numAffectedRows === 1n) return [{ resource: fences[0]!.resource }];
-      // It raised nothing: no row in its snapshot, or a stale token. The upsert decides on the latest version
-      // (fence-statement.ts, step 2); nothing else ran in this transaction yet.
-      return (await trx.executeQuery(storeStatement<{ resource: string }>(literal.insertOrRaise(fences[0]!))))
-        .rows;
+      const fence = fences[0]!;
+      // One fence: the SELECT … FOR UPDATE returned the row (same token, same lease: locked, nothing written), or
+      // the UPDATE raised it (its command tag counts the row).
+      if (result.rows.length === 1 || result.numAffectedRows === 1n) {
+        literal.fenced(fence);
+        return [{ resource: fence.resource }];
+      }
+      // Neither: no row in its snapshot, a refused token, or the other statement's case. The upsert and its
+      // SELECT decide on the latest version (fence-statement.ts, step 2); nothing else ran in this transaction yet.
+      const { rows } = await trx.executeQuery(
+        storeStatement<{ resource: string }>(literal.insertOrRaise(fence)),
+      );
+      if (rows.length > 0) literal.fenced(fence);
+      return rows;
     });
     return new Set(raised.map((row) => row.resource));
   }

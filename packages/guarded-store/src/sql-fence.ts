@@ -1,8 +1,9 @@
-// The fence as one SQL statement over the guard's SQL functions (migrations/0005_create_fence_function.sql), for
-// transactions the store does not run: a Kysely the store did not create, node-postgres, Drizzle, Prisma. The
-// rules live in the SQL function; this file only builds the call (validated arguments, proofs checked first,
-// the transaction's settings) and turns its errors back into the library's (`StaleTokenError`, `StorageError`
-// subclasses). No driver is imported here: every adapter hands over its own way to run one statement.
+// The fence as one SQL statement over the guard's SQL functions (migrations/0005_create_fence_function.sql; its
+// step fence_raise as replaced by 0006_fence_equal_token_locks.sql), for transactions the store does not run: a
+// Kysely the store did not create, node-postgres, Drizzle, Prisma. The rules live in the SQL function; this file
+// only builds the call (validated arguments, proofs checked first, the transaction's settings) and turns its
+// errors back into the library's (`StaleTokenError`, `StorageError` subclasses). No driver is imported here:
+// every adapter hands over its own way to run one statement.
 import { FencedError, StaleTokenError, formatToken } from '@fenced/shared';
 import { classifyPostgresError } from './db/postgres-errors.js';
 import { normalizeFences, validateOpId, type FenceTarget, type NormalizedFence } from './fence.js';

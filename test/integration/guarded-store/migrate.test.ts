@@ -50,6 +50,7 @@ const STORE_MIGRATIONS = [
   '0003_create_fence_reset',
   '0004_drop_fence_checks',
   '0005_create_fence_function',
+  '0006_fence_equal_token_locks',
 ];
 
 describe('migrate', () => {

@@ -306,7 +306,7 @@ describe('one round trip to start a guarded transaction over a createDatabase Ky
     }
   });
 
-  it('prepares the fence UPDATE once per connection, and recovers when the session loses it', async () => {
+  it('prepares the fence statements once per connection, and recovers when the session loses them', async () => {
     const { db, store } = oneConnectionStore('own');
     const resource = unique('r');
     const prepared = async () =>
@@ -314,11 +314,14 @@ describe('one round trip to start a guarded transaction over a createDatabase Ky
         await sql<{
           name: string;
         }>`select name from pg_prepared_statements where name like 'fenced_fence_%'`.execute(db)
-      ).rows.map((r) => r.name);
+      ).rows
+        .map((r) => r.name)
+        .sort();
     await store.run({ resource, token: 1n }, () => Promise.resolve());
     const names = await prepared();
-    expect(names).toHaveLength(1);
-    expect(names[0]).toContain(f.schema.schema);
+    // The SELECT … FOR UPDATE of the equal-token row and the UPDATE of a lower one.
+    expect(names).toHaveLength(2);
+    for (const name of names) expect(name).toContain(f.schema.schema);
     // Someone resets the pooled session: the next guarded write still goes through, then prepares again.
     await sql`deallocate all`.execute(db);
     await store.run({ resource, token: 2n }, () => Promise.resolve());
@@ -328,9 +331,11 @@ describe('one round trip to start a guarded transaction over a createDatabase Ky
     await expect(store.run({ resource, token: 2n }, () => Promise.resolve())).rejects.toBeInstanceOf(
       StaleTokenError,
     );
-    // A session that already has a statement of that name (not ours): the store replaces it.
+    // A session that already has statements of those names (not ours): the store replaces them.
     const { db: other, store: fresh } = oneConnectionStore('own');
-    await sql.raw(`prepare ${names[0]} as select 'not the fence' as resource`).execute(other);
+    for (const name of names) {
+      await sql.raw(`prepare ${name} as select 'not the fence' as resource`).execute(other);
+    }
     await fresh.run({ resource, token: 4n }, () => Promise.resolve());
     expect((await fresh.fenceOf(resource))?.token).toBe(4n);
     await expect(fresh.run({ resource, token: 3n }, () => Promise.resolve())).rejects.toBeInstanceOf(

@@ -17,35 +17,67 @@ describe('LiteralFenceStatements', () => {
     ]);
   });
 
-  it('runs one fence as a prepared UPDATE of the existing row, with a literal fallback', () => {
-    const { text, prepared } = statements.statement(
-      normalizeFences({ resource: 'r', token: MAX_TOKEN, leaseId: 'lease' }),
-    );
+  it('runs one fence as a prepared UPDATE of a lower row, or after the same fence a prepared SELECT … FOR UPDATE, with a literal fallback', () => {
+    const own = new LiteralFenceStatements('app', settings);
+    const [fence] = normalizeFences({ resource: 'r', token: MAX_TOKEN, leaseId: 'lease' });
     const hash = String.raw` +E'\\\\x[0-9a-f]{64}'::bytea`;
-    expect(text).toMatch(
+    const values = String.raw`\('r'::text, 9223372036854775807::bigint,${hash}\)`;
+    const first = own.statement([fence!]);
+    const [lock, raise] = first.prepared!.statements;
+    expect(first.prepared!.statements).toHaveLength(2);
+    expect(lock!.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
+    expect(raise!.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
+    expect(lock!.name).not.toBe(raise!.name);
+    expect(lock!.prepare).toBe(
+      `prepare ${lock!.name} (text, bigint, bytea) as\nselect f.resource from "app".fence as f\n where f.resource = $1 and f.token = $2 and f.lease_id_hash = $3\n   for update`,
+    );
+    expect(raise!.prepare).toBe(
+      `prepare ${raise!.name} (text, bigint, bytea) as\nupdate "app".fence as f set token = $2, lease_id_hash = $3, updated_at = now()\n where f.resource = $1 and f.token < $2`,
+    );
+    // Nothing fenced yet by this store: the UPDATE.
+    expect(first.prepared!.execute).toMatch(new RegExp(String.raw`;\nexecute ${raise!.name}${values}$`));
+    expect(first.text.split(';\n')).toHaveLength(4);
+    expect(first.text.split(';\n')[3]).toMatch(
       new RegExp(
-        String.raw`;\nupdate "app"\.fence as f set token = 9223372036854775807::bigint, lease_id_hash =${hash}, updated_at = now\(\)\n`,
+        String.raw`^update "app"\.fence as f set token = 9223372036854775807::bigint, lease_id_hash =${hash}, updated_at = now\(\)\n where f\.resource = 'r'::text and f\.token < 9223372036854775807::bigint$`,
       ),
     );
-    expect(text).toMatch(/\n where f\.resource = 'r'::text\n/);
-    expect(text).toMatch(
+    // After this store fenced it: the SELECT … FOR UPDATE for the same token and lease, the UPDATE otherwise.
+    own.fenced(fence!);
+    const again = own.statement([fence!]);
+    expect(again.prepared!.execute).toMatch(new RegExp(String.raw`;\nexecute ${lock!.name}${values}$`));
+    expect(again.text.split(';\n')[3]).toMatch(
       new RegExp(
-        String.raw`\n   and \(f\.token < 9223372036854775807::bigint or \(f\.token = 9223372036854775807::bigint and f\.lease_id_hash =${hash}\)\)$`,
+        String.raw`^select f\.resource from "app"\.fence as f\n where f\.resource = 'r'::text and f\.token = 9223372036854775807::bigint and f\.lease_id_hash =${hash}\n   for update$`,
       ),
     );
-    expect(text).not.toMatch(/insert|on conflict|order by|\(values|returning/);
-    expect(prepared?.name).toMatch(/^fenced_fence_[0-9a-f]{16}_app$/);
-    expect(prepared?.prepare).toMatch(
-      /^prepare fenced_fence_[0-9a-f]{16}_app \(text, bigint, bytea\) as\nupdate "app"\.fence as f set token = \$2, lease_id_hash = \$3, /,
-    );
-    expect(prepared?.prepare).toContain('and (f.token < $2 or (f.token = $2 and f.lease_id_hash = $3))');
-    expect(prepared?.prepare).not.toMatch(/insert|on conflict|returning/);
-    expect(prepared?.execute).toMatch(
-      /;\nexecute fenced_fence_[0-9a-f]{16}_app\('r'::text, 9223372036854775807::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)$/,
-    );
+    for (const other of [
+      { resource: 'r', token: 5n, leaseId: 'lease' },
+      { resource: 'r', token: MAX_TOKEN, leaseId: 'another' },
+      { resource: 'r', token: MAX_TOKEN },
+      { resource: 's', token: MAX_TOKEN, leaseId: 'lease' },
+    ]) {
+      expect(own.statement(normalizeFences(other)).prepared!.execute).toContain(`execute ${raise!.name}(`);
+    }
+    for (const { text } of [first, again]) {
+      expect(text).not.toMatch(/insert|on conflict|order by|\(values|returning|f\.token <=/);
+    }
   });
 
-  it('inserts or raises one fence under the same condition, as literals without the settings', () => {
+  it('remembers a bounded number of fences, the oldest forgotten first', () => {
+    const own = new LiteralFenceStatements('app', settings);
+    const fenceOf = (i: number) => normalizeFences({ resource: `r${i}`, token: 1n, leaseId: 'l' })[0]!;
+    const guessesEqual = (i: number) =>
+      own
+        .statement([fenceOf(i)])
+        .prepared!.execute.includes(own.statement([fenceOf(i)]).prepared!.statements[0]!.name);
+    for (let i = 0; i <= 4096; i++) own.fenced(fenceOf(i));
+    expect(guessesEqual(0)).toBe(false);
+    expect(guessesEqual(1)).toBe(true);
+    expect(guessesEqual(4096)).toBe(true);
+  });
+
+  it('inserts or raises one fence only when lower, then selects the row at this token from this lease, as literals without the settings', () => {
     const { text, prepared } = statements.insertOrRaise(
       normalizeFences({ resource: 'r', token: 7n, leaseId: 'lease' })[0]!,
     );
@@ -53,17 +85,18 @@ describe('LiteralFenceStatements', () => {
     expect(text).toMatch(
       /^insert into "app"\.fence as f \(resource, token, lease_id_hash\)\nvalues \('r'::text, 7::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)\non conflict \(resource\) do update/,
     );
-    expect(text).toContain(
-      'where f.token < excluded.token\n    or (f.token = excluded.token and f.lease_id_hash = excluded.lease_id_hash)',
+    expect(text).toContain('where f.token < excluded.token\nreturning f.resource;\n');
+    expect(text).not.toContain('f.token = excluded.token');
+    expect(text).toMatch(
+      /\nselect f\.resource from "app"\.fence as f\n {2}join \(values \('r'::text, 7::bigint, +E'\\\\x[0-9a-f]{64}'::bytea\)\) as v \(resource, token, lease_id_hash\)\n {4}on f\.resource = v\.resource and f\.token = v\.token and f\.lease_id_hash = v\.lease_id_hash$/,
     );
-    expect(text).toMatch(/returning f\.resource$/);
     expect(text).not.toContain('set local');
   });
 
   it('escapes resource names as literals', () => {
     const { prepared } = statements.statement(normalizeFences({ resource: `a'b\\c; --`, token: 1n }));
     expect(prepared?.execute).toContain(
-      `execute ${prepared!.name}( E'a''b\\\\c; --'::text, 1::bigint, null::bytea)`,
+      `execute ${prepared!.statements[1]!.name}( E'a''b\\\\c; --'::text, 1::bigint, null::bytea)`,
     );
   });
 
@@ -79,6 +112,10 @@ describe('LiteralFenceStatements', () => {
       `(values ('a'::text, 1::bigint, null::bytea, 0), ('b'::text, 2::bigint, null::bytea, 1))`,
     );
     expect(text).toContain('order by v.ord');
+    expect(text).toContain('where f.token < excluded.token\nreturning f.resource;\nselect f.resource from');
+    expect(text).toContain(
+      `join (values ('a'::text, 1::bigint, null::bytea), ('b'::text, 2::bigint, null::bytea))`,
+    );
   });
 
   it('names the prepared statement per schema, within 63 bytes', () => {
@@ -88,10 +125,10 @@ describe('LiteralFenceStatements', () => {
     const b = new LiteralFenceStatements('b', settings).statement(
       normalizeFences({ resource: 'r', token: 1n }),
     );
-    expect(a.prepared?.name).not.toBe(b.prepared?.name);
+    expect(a.prepared?.statements[0]?.name).not.toBe(b.prepared?.statements[0]?.name);
     const long = new LiteralFenceStatements('s'.repeat(63), settings).statement(
       normalizeFences({ resource: 'r', token: 1n }),
     );
-    expect(long.prepared?.name).toHaveLength(63);
+    for (const { name } of long.prepared!.statements) expect(name).toHaveLength(63);
   });
 });

@@ -15,6 +15,7 @@ const PINNED: Record<string, string> = {
   '0003_create_fence_reset.sql': '3ad1a4cf91a051c72e11b39f63968c23a619f78d488ee68de31064ce5e3c6c2e',
   '0004_drop_fence_checks.sql': '4912343329dcf5e01e0203f8a8edeaa71c3f5b73df48d9a8d9d5cca429ba7e66',
   '0005_create_fence_function.sql': '5a948572c8dd9a0cddd5dbe08548f7557b84139d514007a197a7cfe50b26c908',
+  '0006_fence_equal_token_locks.sql': 'ffa91bbd1aa371dc4a7d025efa7bc29e178ea73f8dc6ea8693754960e9fe0c74',
   'example/0001_create_documents_and_accounts.sql':
     'd6109eeb462ea832b8fc07add03eca61276540ddf4c05d0bf77f0145c2d1c695',
 };

@@ -26,8 +26,8 @@ import { SqlState, sqlstateOf, TransactionAbortedError } from './postgres-errors
  *   bound parameters: see {@link storeStatement}), so BEGIN, the settings and the fence row upsert cost one
  *   round trip instead of two. A transaction whose first statement is anything else sends BEGIN on its own
  *   first, as the stock driver does;
- * - runs a one-fence upsert as a server-side prepared statement, prepared once per connection (its own round
- *   trip, the first time): Postgres then skips parsing and planning the upsert in every transaction. If the
+ * - runs the one-fence statements as server-side prepared statements, prepared once per connection (their own
+ *   round trips, the first time): Postgres then skips parsing and planning them in every transaction. If a
  *   statement is gone (someone ran DEALLOCATE or DISCARD on the pooled connection), the transaction is rolled
  *   back and run once more with the statement's literal form;
  * - reads the command tag of COMMIT: Postgres answers COMMIT of a transaction that an error aborted with
@@ -46,30 +46,37 @@ const guardDatabases = new WeakMap<pg.Pool, Kysely<unknown>>();
 /** A statement of the store: what {@link storeStatement} takes. */
 export interface StoreStatement {
   /**
-   * The statements to run after BEGIN, several separated by semicolons; the result is the last one's. (With
-   * `prepared`, it may be a getter: it is read only when the prepared statement cannot be used.)
+   * The statements to run after BEGIN, several separated by semicolons; the result is the rows of all of them
+   * and the command tag of the last. (With `prepared`, it may be a getter: it is read only when the prepared
+   * statements cannot be used.)
    */
   readonly text: string;
   /**
-   * Optionally the same work as a server-side prepared statement: `text` is then used only when the prepared
-   * statement cannot be (it vanished from the session).
+   * Optionally the same work as server-side prepared statements: `text` is then used only when one of them
+   * cannot be (it vanished from the session).
    */
   readonly prepared?: {
-    /** The statement's name, a plain identifier unique per statement text. */
-    readonly name: string;
-    /** `prepare <name> (…) as …`. */
-    readonly prepare: string;
-    /** What to run after BEGIN instead of `text`: the same settings, then `execute <name>(…)`. */
+    /** The statements to prepare once per connection. */
+    readonly statements: readonly PreparedStatement[];
+    /** What to run after BEGIN instead of `text`: the same settings, then `execute <name>(…)` of each. */
     readonly execute: string;
   };
+}
+
+/** One server-side prepared statement of the store. */
+export interface PreparedStatement {
+  /** The statement's name, a plain identifier unique per statement text. */
+  readonly name: string;
+  /** `prepare <name> (…) as …`. */
+  readonly prepare: string;
 }
 
 const storeStatements = new WeakMap<CompiledQuery, StoreStatement>();
 
 /**
  * Wraps a statement of the store (no bound parameters) for `trx.executeQuery(…)`: on a transaction of the
- * private instance that has not sent BEGIN yet, it goes out in the same message as BEGIN. Its result is its
- * last statement's. Elsewhere (a Kysely the store did not create) it runs as plain SQL text.
+ * private instance that has not sent BEGIN yet, it goes out in the same message as BEGIN. Its result is the rows of
+ * all its statements and the command tag of the last. Elsewhere (a Kysely the store did not create) it runs as plain SQL text.
  */
 export function storeStatement<R>(statement: StoreStatement): CompiledQuery<R> {
   const compiled = CompiledQuery.raw(statement.prepared?.execute ?? statement.text) as CompiledQuery<R>;
@@ -216,7 +223,7 @@ class GuardConnection implements DatabaseConnection {
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     try {
       const statement = storeStatements.get(compiledQuery);
-      if (statement !== undefined) return toQueryResult<R>(await this.#runStoreStatement(statement));
+      if (statement !== undefined) return storeResult<R>(await this.#runStoreStatement(statement));
       const begin = this.#takeBegin();
       if (begin !== undefined) await this.#client.query(begin);
       const result = (await this.#client.query(compiledQuery.sql, [...compiledQuery.parameters])) as
@@ -238,27 +245,27 @@ class GuardConnection implements DatabaseConnection {
     return begin;
   }
 
-  async #runStoreStatement(statement: StoreStatement): Promise<PgResult> {
+  async #runStoreStatement(statement: StoreStatement): Promise<PgResult | PgResult[]> {
     const { prepared } = statement;
-    if (prepared !== undefined && !this.#prepared.has(prepared.name)) await this.#prepare(prepared);
+    for (const one of prepared?.statements ?? []) if (!this.#prepared.has(one.name)) await this.#prepare(one);
     const begin = this.#takeBegin();
     const message = (body: string) => (begin === undefined ? body : `${begin};\n${body}`);
-    if (prepared === undefined) return lastOf(await this.#client.query(message(statement.text)));
+    if (prepared === undefined) return await this.#client.query(message(statement.text));
     try {
-      return lastOf(await this.#client.query(message(prepared.execute)));
+      return await this.#client.query(message(prepared.execute));
     } catch (error) {
       // 26000: no prepared statement of that name. The session lost it (DEALLOCATE, DISCARD ALL), so BEGIN
       // and the settings ran and the transaction is aborted; nothing else happened in it yet. Start over once
       // with the literal form, and prepare again next time.
       if (begin === undefined || sqlstateOf(error) !== SqlState.INVALID_SQL_STATEMENT_NAME) throw error;
-      this.#prepared.delete(prepared.name);
+      for (const one of prepared.statements) this.#prepared.delete(one.name);
       await this.#client.query('rollback');
-      return lastOf(await this.#client.query(message(statement.text)));
+      return await this.#client.query(message(statement.text));
     }
   }
 
   /** PREPARE, in its own round trip, once per connection (prepared statements outlive transactions). */
-  async #prepare(prepared: NonNullable<StoreStatement['prepared']>): Promise<void> {
+  async #prepare(prepared: PreparedStatement): Promise<void> {
     try {
       await this.#client.query(prepared.prepare);
     } catch (error) {
@@ -319,11 +326,6 @@ class GuardConnection implements DatabaseConnection {
   }
 }
 
-/** The result of a message's last statement (what libpq's PQexec returns). */
-function lastOf(result: PgResult | PgResult[]): PgResult {
-  return Array.isArray(result) ? result[result.length - 1]! : result;
-}
-
 /** As Kysely's PostgresConnection (several results, as pg returns for several statements, carry no rows). */
 function toQueryResult<R>(result: PgResult | PgResult[]): QueryResult<R> {
   const { command, rowCount, rows } = result as Partial<PgResult>;
@@ -331,6 +333,15 @@ function toQueryResult<R>(result: PgResult | PgResult[]): QueryResult<R> {
   return {
     numAffectedRows: affects ? BigInt(rowCount ?? 0) : undefined,
     rows: (rows ?? []) as R[],
+  };
+}
+
+/** A store statement's result: the rows of every statement of its message, the command tag of the last. */
+function storeResult<R>(result: PgResult | PgResult[]): QueryResult<R> {
+  const results = Array.isArray(result) ? result : [result];
+  return {
+    ...toQueryResult<R>(results[results.length - 1]!),
+    rows: results.flatMap((one) => (one.rows ?? []) as R[]),
   };
 }
 
