@@ -7,6 +7,8 @@
  *   npm run sim -- --variant floor-rule-off     search against a negative control's mutant instead of the shipped scripts
  *   npm run sim -- --replay '<case json>'       run one case again (the shrunk case a failure printed), with its log
  *   npm run sim -- --all                        go on after a violation (default: stop at the first)
+ *   npm run sim -- --guided                     the guided search (guided.ts): a corpus of schedules that reached new
+ *                                               coverage signals, mutated, instead of schedules drawn from scratch
  *   npm run sim -- --without other-layout,other-node-count
  *                                               leave out processes started with these settings (to look past a
  *                                               violation already found)
@@ -21,6 +23,7 @@ import {
   type NemesisCase,
   type NemesisVariant,
 } from '../test/support/protocol-sim/nemesis.js';
+import { F27_CHAIN, guidedSearch } from '../test/support/protocol-sim/guided.js';
 import { searchNemesis } from '../test/support/protocol-sim/search.js';
 
 const { values } = parseArgs({
@@ -32,6 +35,7 @@ const { values } = parseArgs({
     all: { type: 'boolean', default: false },
     'max-schedules': { type: 'string' },
     without: { type: 'string' },
+    guided: { type: 'boolean', default: false },
   },
 });
 const variant = values.variant as NemesisVariant;
@@ -46,14 +50,60 @@ if (values.replay !== undefined) {
 
 const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
 const minutes = Number(values.minutes);
+const without = (values.without?.split(',') ?? []) as ClientSettings[];
+const maxSchedules = values['max-schedules'] !== undefined ? Number(values['max-schedules']) : undefined;
+
+if (values.guided) {
+  console.log(`guided nemesis search: variant ${variant}, ${minutes} min, seed ${seed}`);
+  const report = await guidedSearch({
+    variant,
+    seed,
+    budgetMs: minutes * 60_000,
+    stopAtFirst: !values.all,
+    without,
+    every: 500,
+    ...(maxSchedules !== undefined ? { maxSchedules } : {}),
+    onProgress: (r) =>
+      console.log(
+        `${r.schedules} schedules, ${r.grants} grants, corpus ${r.corpus}, ${r.firstReached.size} signals, ` +
+          `F27 chain piece ${r.bestProgress}/${F27_CHAIN.length} (first at schedule ${r.bestProgressAt}), ` +
+          `${Math.round(r.elapsedMs / 1000)} s`,
+      ),
+  });
+  for (const found of report.found) {
+    console.log(
+      `\nVIOLATION (seed ${found.seed}, schedule ${found.schedulesNeeded}, ${Math.round(found.elapsedMs / 1000)} s; ` +
+        `shrunk from ${found.original.cuts.length} cuts to ${found.shrunk.cuts.length} in ${found.shrinks} steps, ` +
+        `${found.shrinkRuns} runs):\n  ${found.violation}\n` +
+        `  replay: npm run sim -- --variant ${variant} --replay '${JSON.stringify(found.shrunk)}'`,
+    );
+  }
+  console.log(
+    `\n${report.schedules} schedules, ${report.grants} grants checked (G2 over every pair), corpus ${report.corpus}, ` +
+      `${report.found.length} violations, ${Math.round(report.elapsedMs / 1000)} s`,
+  );
+  console.log('F27 chain pieces, first reached at schedule:');
+  for (const piece of F27_CHAIN)
+    console.log(`  ${piece.padEnd(22)} ${report.firstReached.get(piece) ?? '-'}`);
+  if (report.bestCase !== null && report.found.length === 0) {
+    console.log(
+      `the first schedule to reach piece ${report.bestProgress} (${F27_CHAIN[report.bestProgress - 1]}):\n` +
+        `  npm run sim -- --variant ${variant} --replay '${JSON.stringify(report.bestCase)}'`,
+    );
+  }
+  const pairs = [...report.firstReached.keys()].filter((k) => k.startsWith('cut:')).length;
+  console.log(`distinct (step, fault) pairs struck: ${pairs}`);
+  process.exit(report.found.length === 0 ? 0 : 1);
+}
+
 console.log(`nemesis search: variant ${variant}, ${minutes} min, first round seed ${seed}`);
 const report = await searchNemesis({
   variant,
   budgetMs: minutes * 60_000,
   seed,
   stopAtFirst: !values.all,
-  without: (values.without?.split(',') ?? []) as ClientSettings[],
-  ...(values['max-schedules'] !== undefined ? { maxSchedules: Number(values['max-schedules']) } : {}),
+  without,
+  ...(maxSchedules !== undefined ? { maxSchedules } : {}),
   onRound: (r, roundSeed) =>
     console.log(
       `round seed ${roundSeed}: ${r.schedules} schedules, ${r.grants} grants, ${r.found.length} violations, ` +

@@ -138,8 +138,50 @@ export interface NemesisResult {
    * end): the state F27 leaves, where only the floor rule keeps the answer at the floor.
    */
   readonly shadowed: boolean;
+  /**
+   * Coverage signals for the guided search (guided.ts): every (step, fault) pair a cut struck at (`cut:<step>:<kind>`),
+   * and the pieces of F27's chain this run reached (`F27_CHAIN`, in their order).
+   */
+  readonly features: ReadonlySet<string>;
+  /** The furthest piece of `F27_CHAIN` this run reached (1–10; 0 for none). */
+  readonly progress: number;
   readonly log: readonly string[];
 }
+
+/**
+ * The pieces of F27's chain, in order, as states a run can be seen in (checked after every cut and every grant; a
+ * resource's highest completed grant is g):
+ *
+ * 1. `missed`: a grant completed while some voting node holds that resource's register below the token (its
+ *    promise missed the node).
+ * 2. `amnesia-of-holder`: a node restarted empty while, for some resource, it held a register above another node's.
+ * 3. `partial-below-granted`: a node being repaired (no incarnation yet) holds a copied register below g (copied from
+ *    a node that missed g).
+ * 4. `stopped-partial`: a repair stopped (or its process crashed) in that state.
+ * 5. `fold-while-partial`: a fold struck in that state.
+ * 6. `repaired-below-granted`: a node that restarted empty votes again and holds a register below g.
+ * 7. `shadowed`: a voting node holds a resource's register below its own floor (counted only in a case with one
+ *    resource: with several, a node's floor holds every resource's folded tokens, and a register leased during a fold
+ *    is below it in the ordinary way; those are signals of their own, `… (several resources)`).
+ * 8. `shadowed-below-granted`: that register is below g, and the floor at least g.
+ * 9. `shadowed-gap`: F27's whole state: besides, another voting node answers below g — without the floor rule, a
+ *    quorum of the two answers below g.
+ * 10. `grant-below-granted`: after that state, a grant below one completed earlier for the resource (when the
+ *    earlier one completed before the later one started, G2 is violated). Without the state before, it is a signal
+ *    of its own (`… (no gap before)`: overlapping grants may come in any token order).
+ */
+export const F27_CHAIN = [
+  'missed',
+  'amnesia-of-holder',
+  'partial-below-granted',
+  'stopped-partial',
+  'fold-while-partial',
+  'repaired-below-granted',
+  'shadowed',
+  'shadowed-below-granted',
+  'shadowed-gap',
+  'grant-below-granted',
+] as const;
 
 /** Scripts whose mutant a variant runs: every script that includes the text replaced. */
 function mutants(variant: NemesisVariant): Map<ScriptName, string> {
@@ -287,6 +329,7 @@ export async function runNemesis(
           startMs,
           endMs: world.time,
         });
+        noteGrant(resource, result.grant.token);
         stepDone('grant');
         await context.clock.sleep(1 + Math.floor(own() * ttlMs));
         await releaser.undoAttempt(keys, leaseId).catch(() => undefined);
@@ -384,12 +427,83 @@ export async function runNemesis(
   for (let i = 0; i < (n === 3 ? 2 : 3); i++) startClient('same', skews[int(0, skews.length - 1)]!);
 
   let shadowed = false;
+  const features = new Set<string>();
+  const tokenKeys = RESOURCES.map((r) => keysOf(r, 'fenced').token);
+  /** The highest token granted (completed) for each resource so far. */
+  const granted = new Map<string, bigint>();
   const lookForShadows = (): void => {
     for (const model of models) {
-      if (shadowed || model.incarnation() === null) continue;
+      if (model.incarnation() === null) continue;
       const floor = model.floor();
-      for (const value of model.registers().values()) if (value < floor) shadowed = true;
+      for (const [key, value] of model.registers()) {
+        if (value >= floor) continue;
+        shadowed = true;
+        if (!tokenKeys.includes(key)) continue;
+        // With several resources a node's floor holds the others' tokens too, so a register below it is ordinary (a
+        // resource leased during a fold): only with one resource is it F27's piece.
+        const piece = (name: string): string =>
+          tokenKeys.length === 1 ? name : `${name} (several resources)`;
+        features.add(piece('shadowed'));
+        // F27's whole state: a completed grant's token g above the shadowed register and at most the floor, and
+        // another voting node answering below g.
+        const g = granted.get(key) ?? 0n;
+        if (value >= g || g > floor) continue;
+        features.add(piece('shadowed-below-granted'));
+        if (
+          models.some((other) => other !== model && other.incarnation() !== null && other.answer(key) < g)
+        ) {
+          features.add(piece('shadowed-gap'));
+        }
+      }
     }
+    if (partialCopy()) features.add('partial-below-granted');
+    for (const model of models) {
+      if (model.amnesias === 0 || model.incarnation() === null) continue;
+      for (const key of tokenKeys) {
+        const register = model.register(key);
+        if (register !== undefined && register < (granted.get(key) ?? 0n))
+          features.add('repaired-below-granted');
+      }
+    }
+  };
+  /** A node being repaired (no incarnation yet) that already holds a copied register below a granted token. */
+  const partialCopy = (): boolean =>
+    models.some(
+      (model) =>
+        model.incarnation() === null &&
+        tokenKeys.some((key) => {
+          const copied = model.register(key);
+          return copied !== undefined && copied < (granted.get(key) ?? 0n);
+        }),
+    );
+  const noteGrant = (resource: string, token: bigint): void => {
+    const key = keysOf(resource, 'fenced').token;
+    if (token < (granted.get(key) ?? 0n)) {
+      features.add(
+        features.has('shadowed-gap') ? 'grant-below-granted' : 'grant-below-granted (no gap before)',
+      );
+    }
+    if (token > (granted.get(key) ?? 0n)) granted.set(key, token);
+    if (models.some((model) => model.incarnation() !== null && (model.register(key) ?? 0n) < token)) {
+      features.add('missed');
+    }
+    lookForShadows();
+  };
+  /** Before a fault strikes: the chain's pieces it makes. */
+  const beforeStrike = (fault: Fault): void => {
+    if (fault.kind === 'amnesia') {
+      const node = models[fault.node % n]!;
+      const holder = tokenKeys.some((key) => {
+        const mine = node.register(key);
+        return (
+          mine !== undefined && models.some((other) => other !== node && (other.register(key) ?? 0n) < mine)
+        );
+      });
+      if (holder && node.incarnation() !== null) features.add('amnesia-of-holder');
+    }
+    if ((fault.kind === 'stop-repair' || fault.kind === 'crash') && partialCopy())
+      features.add('stopped-partial');
+    if (fault.kind.startsWith('fold') && partialCopy()) features.add('fold-while-partial');
   };
   const inPalette = (cut: Cut): boolean => c.palette === undefined || c.palette.includes(cut.fault.kind);
   const cuts = c.cuts
@@ -412,6 +526,8 @@ export async function runNemesis(
     for (const cut of stepCuts.get(lastStep) ?? []) {
       if (cut.step !== count) continue;
       cutAfter.add(lastStep);
+      features.add(`cut:${lastStep}:${cut.fault.kind}`);
+      beforeStrike(cut.fault);
       strike(cut.fault);
       lookForShadows();
       fired++;
@@ -423,6 +539,8 @@ export async function runNemesis(
     afterEach: () => {
       while (next < cuts.length && cuts[next]!.step <= world.steps) {
         cutAfter.add(lastStep);
+        features.add(`cut:${lastStep}:${cuts[next]!.fault.kind}`);
+        beforeStrike(cuts[next]!.fault);
         strike(cuts[next]!.fault);
         lookForShadows();
         if (cuts[next]!.fault.kind.startsWith('fold')) lastStep = 'fold';
@@ -438,6 +556,7 @@ export async function runNemesis(
   }
   lookForShadows();
   const violations = g2Violations(grants);
+  const progress = F27_CHAIN.reduce((max, piece, i) => (features.has(piece) ? i + 1 : max), 0);
   return {
     grants,
     violation: violations[0]?.text ?? null,
@@ -445,6 +564,8 @@ export async function runNemesis(
     cutsFired: fired,
     cutAfter,
     shadowed,
+    features,
+    progress,
     log: world.log,
   };
 }
@@ -505,7 +626,7 @@ export const faultArbitrary: fc.Arbitrary<Fault> = fc.oneof(
   },
 );
 
-const cutArbitrary: fc.Arbitrary<Cut> = fc.oneof(
+export const cutArbitrary: fc.Arbitrary<Cut> = fc.oneof(
   fc.record({ step: fc.nat({ max: NEMESIS_STEPS - 1 }), fault: faultArbitrary }),
   fc.record({
     // Mostly one of the first runs of the step (a repair's finish runs once), sometimes a later one.
