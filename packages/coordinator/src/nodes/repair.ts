@@ -1,79 +1,39 @@
 /**
- * Restart repair (DESIGN §3, the sealed repair): a node that lost its state (no incarnation key) votes again only
- * after this. It needs no clock, no sit-out and no setting that another process may hold differently.
+ * The sealed repair (DESIGN §3 and §3c; docs/design.md §3, "sealed repair", holds the whole argument): one driver
+ * for every scope that lost its state, a standalone node (`repairNode` below) or one slot of a Redis Cluster member
+ * (nodes/cluster/slot-repair.ts). A {@link RepairScope} supplies only what differs: the scripts on the scope's keys
+ * (marker, raise, finish) and the sources that qualify, each read for this scope.
  *
- * The invariant it restores: for every resource, the repaired node T answers at least every token that any grant
- * completed (or will complete) with by counting a promise T has lost — so that a later majority containing T still
- * meets every earlier grant's promise (the argument in tokens/promise-rounds.ts). The steps:
+ * Invariant: when scope T votes again it answers, for every resource, at least every token a grant completed (or
+ * will complete) with by counting a promise T lost; and an attempt stopped anywhere leaves nothing that makes T
+ * answer below a value it promised. Steps, in code order (`repairOnce`):
+ * 1. **Claim** T's repair marker (repair-marker.lua refuses while T holds its incarnation key): every promise T lost
+ *    was applied before it, and T refuses every vote from then on. Another process's claim: wait. The marker is
+ *    renewed every third of its ttl until the finish; losing it starts the attempt over (`maxRestarts`).
+ * 2. **Seal and read** `N − quorum + 1` other members (`readSources`, `readSource`): the first batch of each
+ *    replaces its seal epoch in the call that verifies it initialized, not under repair, the same incarnation in
+ *    every batch (F22); a source that fails is replaced by the next.
+ * 3. **Raise** T while reading (`Copier`, repair-raise.lua: a max, only while the marker is ours): each batch's
+ *    registers above the floor seen so far, then the final floor (the sources' last batches) and the live leases.
+ * 4. **Finish** (finish-repair.lua) only while the marker is ours: new incarnation, seal epoch, settings. No wait.
+ * Why: a grant that counted a lost promise of T holds `quorum − 1` other promises of one round, and at most
+ * `quorum − 2` other members are unsealed; so one sits on a sealed source, applied before the seal (read: T is
+ * raised to it) or after it (refused: its round carried the old epoch). No clock and no setting enters.
  *
- * 1. **Claim.** Claiming T's repair marker is also the observation "T is empty" (repair-marker.lua refuses if the
- *    incarnation key exists). T refuses every vote while it has no incarnation key, so every promise T lost was
- *    applied before the claim, and any message that reaches T from now on finds it refusing or repaired.
- * 2. **Seal and read.** Each node holds a seal epoch; every script that records a promise (acquire.lua,
- *    promise.lua) carries the epoch its caller last saw for that node and refuses — recording nothing — when it is
- *    not the node's current one. The caller reads the epoch when it starts a round, for every node of the round at
- *    once (NodeConnection.sealEpoch). The first batch of this repair's read of a source S (repair-read.lua) replaces
- *    S's epoch with a fresh random one in the same atomic call that verifies S may be read. The repair reads
- *    `N − quorum + 1` sources this way, each in full (any number of batches), and merges their floors, registers,
- *    live leases and recorded settings.
- * 3. **Raise, then finish while the marker is ours.** T's floor becomes the sources' highest floor, every register
- *    above it is copied, every live lease is copied with the remaining ttl read (repair-raise.lua, batched, each
- *    batch retried; raising is idempotent). The registers are raised while the sources are still being read: each
- *    batch a source returns goes to T at once (several raise calls in flight), with the highest floor seen so far;
- *    once every source is read in full, the final floor (the highest of the sources' last batches) goes out, and
- *    every register raised at or below it is raised to it. finish-repair.lua runs only after every raise was
- *    answered; it gives T a new seal epoch, the settings, and its incarnation key, only if the marker is still ours.
- *    A node that restarts again during any step loses the marker, and the repair starts over from step 1. T votes
- *    again at once: there is no wait.
+ * **Streamed, for every scope.** Stopped after 1: T holds nothing, the marker expires. During 2 or 3, or before 4
+ * (a source fails, the process closes or dies, the marker is lost): T holds some values verified sealed sources
+ * held (registers, a raised floor, leases) and no incarnation key, so it votes nowhere; the sources may fold, and
+ * the next attempt (any process's) seals afresh and raises T's floor at least as far as it needs. What is left is
+ * then below that floor — never an answer, since a node never answers below its floor (include/decimal-token.lua)
+ * — or a value a source held, which only makes T refuse more (F27). Collecting every source first would leave a
+ * subset of the same values at every cut, so it buys no safety; streaming keeps one code path and bounded memory.
  *
- * **Why no clock is needed.** Let G be a grant whose token t counted a promise of T that T lost. G's promises of t
- * all come from one round (each round proposes a new value), which needs `quorum` promises: T's and `quorum − 1`
- * on other nodes. The repair sealed `N − quorum + 1` of the `N − 1` other nodes, so at most `quorum − 2` other nodes
- * are unsealed, and at least one of G's counted promises sits on a sealed source S. It was applied on S either
- * - *before* S's seal: then it is in S's register when the read starts (or in S's floor, if a fold moved it there
- *   during the scan; the floor of the last batch counts), so T is raised to at least t; or
- * - *after* S's seal: then the call carried S's new epoch (any other is refused), so G's round started after S's
- *   seal, which came after the claim on T — and T's promise of the same round was sent after the claim, when T
- *   refused everything. So it was not applied before the claim, i.e. it is not a lost promise: contradiction.
- * Either way T ends at least t — also with the streamed copy: raising is a max, so the order of the raise calls and
- * their overlap with the reads change nothing; every register of every batch of a sealed source is raised (or
- * skipped because a value at least as high was sent for it, or because it is at most the floor sent), and the final
- * floor is sent. Values raised from a batch of a source that later fails (restarted, unreachable) are values that
- * verified source held: raising T higher than needed makes it refuse more, never promise a value twice, and T does
- * not vote before the finish anyway.
- *
- * **An attempt cut at any step leaves nothing harmful** (F27), because **a node never answers below its floor** (a
- * present register reads as max(register, floor) in every script: include/decimal-token.lua) and **an attempt only
- * ever raises** (repair-raise.lua writes max, never lower; finish-repair.lua writes the incarnation, seal and
- * settings, no token). Cut after the claim: the marker expires and T stays empty. Cut during the reads or raises
- * (a source fails, the process is closed, killed or interrupted): T holds some registers and maybe a raised floor,
- * all values sealed sources held, and still no incarnation key, so it votes nowhere. Meanwhile the sources may fold
- * registers into their floors and other grants may run; the next attempt (this process's or another's, once the
- * marker is free) claims, seals and reads afresh and raises T's floor to at least every value the argument above
- * needs. A leftover register below that floor is then never an answer; one above it is a value a source held,
- * which only makes T refuse more. Cut before the finish, or the finish refused (the marker lost): as the last case.
- * So the argument above holds for the attempt that finishes, whatever earlier attempts left. Nothing in this rests on
- * how long anything took, on any process's clock or on any
- * process's settings: a round may be delayed arbitrarily (held in the network, a paused process), and the seal still
- * refuses it. A source that is itself empty or under repair is never read (repair-read.lua checks, atomically with
- * the read, that it holds its incarnation key — the same one in every batch — and no repair marker: F22), so every
- * source answers for its own promises.
- *
- * **Leases too, without Redlock's delayed restart.** A completed grant's lease sits on `quorum − 1` nodes besides T,
- * so the same counting puts it on a sealed source, from where it is copied with its remaining ttl; an acquire still
- * in flight is refused by the seal like a promise. T therefore forgets no live lease either, and needs no TTL-long
- * wait. (Lease exclusion is an efficiency matter, not a promise: no token argument rests on it. An extend that
- * lands on a source after the read leaves T's copy shorter than the source's key; nothing else depends on it.)
- *
- * At most one process repairs a node (the marker); others wait for it. The cost tracks active resources: idle
- * registers are folded into the floor (fold.lua), and the floor is one key.
- *
- * Tests that fail when this breaks: the protocol simulation (test/unit/coordinator/protocol/protocol-simulation.test.ts, with
- * processes of different settings and clock rates; its negative controls: the seal off, the old sit-out repair),
- * test/unit/coordinator/nodes/repair.test.ts, test/integration/coordinator/sealed-scripts.test.ts (the seal, script by
- * script), test/fault/amnesia.test.ts (F19, F22), test/fault/settings-disagree.test.ts (F23),
- * test/fault/flushed-node.test.ts (F24), and the mutation table's rows 09, 10 and 19–23 (test/mutants/). The copy's
- * raise to the final floor: repair.test.ts, "the copy streams while the sources are read".
+ * Tests that fail when this breaks: test/unit/coordinator/nodes/repair.test.ts (the driver, both scopes' rules),
+ * test/unit/coordinator/protocol/protocol-simulation.test.ts (negative controls: the seal off, the sit-out repair),
+ * test/integration/coordinator/nodes/repair-sources.test.ts, test/integration/coordinator/sealed-scripts.test.ts,
+ * test/fault/amnesia.test.ts (F19, F22), test/fault/flushed-node.test.ts (F24), test/fault/partial-repair.test.ts
+ * (F27), test/fault/cluster-amnesia.test.ts (F25), test/fault/slot-migration-amnesia.test.ts (F29), and the
+ * mutation rows 09, 10, 19 and 22–24 (docs/mutation-testing.md).
  */
 import { randomUUID } from 'node:crypto';
 import type { ProtocolClock } from './protocol-node.js';
@@ -84,7 +44,10 @@ import type {
   RepairReadReply,
 } from '../scripts/script-results.js';
 
-/** The slice of a node the repair needs: the four repair scripts. */
+type Register = readonly [key: string, value: bigint];
+type LiveLease = readonly [key: string, value: string, pttlMs: number];
+
+/** The slice of a standalone node the repair needs: the four repair scripts. */
 export interface RepairNode {
   readonly index: number;
   readonly address: string;
@@ -106,8 +69,8 @@ export interface RepairNode {
     timeoutMs: number,
     repairId: string,
     floor: bigint,
-    registers: readonly (readonly [string, bigint])[],
-    leases: readonly (readonly [string, string, number])[],
+    registers: readonly Register[],
+    leases: readonly LiveLease[],
   ): Promise<RepairRaiseReply>;
   finishRepair(
     timeoutMs: number,
@@ -116,6 +79,30 @@ export interface RepairNode {
     sealEpoch: string,
     settings: Readonly<Record<string, string>>,
   ): Promise<FinishRepairReply>;
+}
+
+/** A source as one scope reads it: batch by batch, the first one sealing it (see `RepairNode.repairRead`). */
+export type RepairSource = Pick<RepairNode, 'index' | 'address' | 'repairRead'>;
+
+/**
+ * What one repair restores, and all that differs between scopes: a standalone node, or one slot of a Cluster
+ * member. Its scripts run on the scope's own keys (packages/coordinator/src/scripts/script-keys.ts).
+ */
+export interface RepairScope {
+  /** The member repaired: it names the repair in errors and status. */
+  readonly target: { readonly index: number; readonly address: string };
+  /** The sources that qualify: every other member, each read for this scope. */
+  readonly sources: readonly RepairSource[];
+  repairMarker: RepairNode['repairMarker'];
+  repairRaise: RepairNode['repairRaise'];
+  /** Lets the scope vote again, with a new incarnation and seal epoch, only while the marker is ours. */
+  finishRepair(
+    timeoutMs: number,
+    repairId: string,
+    settings: Readonly<Record<string, string>>,
+  ): Promise<FinishRepairReply>;
+  /** What the repair of this scope is doing now; `undefined` when it stopped. */
+  status(text: string | undefined, progress?: RepairProgress): void;
 }
 
 /** Where a repair is, for `nodeStatus()[i].repair` and the service's `fenced_node_repair*` gauges. */
@@ -134,6 +121,7 @@ export interface RepairProgress {
 }
 
 export interface RepairContext {
+  /** Every quorum member: N. */
   readonly nodes: readonly RepairNode[];
   readonly quorum: number;
   /** Waits between polls while another process repairs the node, and paces the marker's renewals. */
@@ -177,41 +165,73 @@ export const DEFAULT_REPAIR_TIMING: RepairTiming = Object.freeze({
  */
 const RAISES_IN_FLIGHT = 4;
 
-/** The node restarted again (or the marker expired): the repair must start over from the claim. */
-class RepairRestart extends Error {
+/** The scope restarted again (or the marker expired): the repair must start over from the claim. */
+export class RepairRestart extends Error {
   override readonly name = 'RepairRestart';
 }
 
+/** Fewer than `N − quorum + 1` sources could be read in full: the scope stays empty (it keeps refusing). */
+export class TooFewSources extends Error {
+  override readonly name = 'TooFewSources';
+}
+
 /**
- * Repairs `target` (DESIGN §3), starting over when it restarts again meanwhile. Resolves once the node holds its
- * incarnation key again (repaired here or by another process).
+ * Repairs a standalone node (DESIGN §3), starting over when it restarts again meanwhile. Resolves once the node
+ * holds its incarnation key again (repaired here or by another process).
  * @throws Error when too few sources can be read, a batch keeps failing, or the coordinator closes
  */
-export async function repairNode(
+export function repairNode(
   context: RepairContext,
   target: RepairNode,
+  timing: RepairTiming = DEFAULT_REPAIR_TIMING,
+): Promise<void> {
+  const newId = context.newId ?? randomUUID;
+  return repairScope(
+    context,
+    {
+      target,
+      sources: context.nodes.filter((n) => n !== target),
+      repairMarker: (...call) => target.repairMarker(...call),
+      repairRaise: (...call) => target.repairRaise(...call),
+      finishRepair: (timeoutMs, repairId, settings) =>
+        target.finishRepair(timeoutMs, repairId, newId(), newId(), settings),
+      status: (text, progress) => context.status(target, text, progress),
+    },
+    timing,
+  );
+}
+
+/**
+ * Repairs one scope (the steps above), starting over when it restarts again meanwhile. Resolves once the scope
+ * holds its incarnation key again (repaired here or by another process).
+ * @throws TooFewSources, RepairRestart (restarted more than `maxRestarts` times), or the error of a call that kept
+ * failing or of the coordinator closing
+ */
+export async function repairScope(
+  context: RepairContext,
+  scope: RepairScope,
   timing: RepairTiming = DEFAULT_REPAIR_TIMING,
 ): Promise<void> {
   try {
     let restartedBecause: string | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
-        await repairOnce(context, target, timing, restartedBecause);
+        await repairOnce(context, scope, timing, restartedBecause);
         return;
       } catch (error) {
         if (!(error instanceof RepairRestart) || attempt >= timing.maxRestarts) throw error;
         restartedBecause = `repair attempt ${attempt + 2}: ${error.message}, so the repair starts over`;
-        context.status(target, `restarted empty: ${restartedBecause}`, { phase: 'claiming' });
+        scope.status(`restarted empty: ${restartedBecause}`, { phase: 'claiming' });
       }
     }
   } finally {
-    context.status(target, undefined);
+    scope.status(undefined);
   }
 }
 
 async function repairOnce(
   context: RepairContext,
-  target: RepairNode,
+  scope: RepairScope,
   timing: RepairTiming,
   restartedBecause: string | undefined,
 ): Promise<void> {
@@ -224,23 +244,22 @@ async function repairOnce(
   for (;;) {
     context.closing.throwIfAborted();
     const claim = await retried(timing, () =>
-      target.repairMarker(timeout, 'claim', repairId, timing.markerTtlMs),
+      scope.repairMarker(timeout, 'claim', repairId, timing.markerTtlMs),
     );
     if (claim.kind === 'initialized') return; // repaired elsewhere, or never lost its state
     if (claim.kind === 'claimed') break;
-    context.status(target, 'restarted empty: another process is repairing it; waiting', { phase: 'waiting' });
+    scope.status('restarted empty: another process is repairing it; waiting', { phase: 'waiting' });
     await clock.sleep(timing.waitPollMs, context.closing);
   }
-  // The claim observed the node empty: every promise it lost was applied before this moment.
-  const keeper = keepMarkerAlive(context, target, repairId, timing);
+  // The claim observed the scope empty: every promise it lost was applied before this moment.
+  const keeper = keepMarkerAlive(context, scope, repairId, timing);
   try {
-    // Step 2: seal and read N − quorum + 1 verified sources, and step 3 with it: each batch read is raised on the
-    // node while the next one is read. No wait comes before it: the seal, not time, keeps every round that began
-    // before it from recording anything on a source afterwards.
-    if (restartedBecause !== undefined) context.status(target, `restarted empty: ${restartedBecause}`);
+    // Steps 2 and 3 together: each batch read is raised on the scope while the next one is read. No wait comes
+    // before it: the seal, not time, keeps every round that began before it from recording on a source afterwards.
+    if (restartedBecause !== undefined) scope.status(`restarted empty: ${restartedBecause}`);
     const copier = new Copier(timing.batchSize, (floor, registers, leases) => {
       keeper.throwIfLost();
-      return retried(timing, () => target.repairRaise(timeout, repairId, floor, registers, leases)).then(
+      return retried(timing, () => scope.repairRaise(timeout, repairId, floor, registers, leases)).then(
         (raised) => {
           if (raised.kind === 'no-repair-marker') throw new RepairRestart('its repair marker was lost');
           if (raised.kind === 'corrupt')
@@ -248,36 +267,34 @@ async function repairOnce(
         },
       );
     });
-    const sources = await readSources(context, target, timing, keeper, copier);
+    const sources = await readSources(context, scope, timing, keeper, copier);
 
-    // Step 3's rest: the final floor, the registers it overtook, the live leases; then finish while the marker is
+    // Step 3's rest: the final floor, the registers it overtook, the live leases; then step 4, while the marker is
     // still ours.
     const leases = [...sources.leases].map(([key, lease]) => [key, lease.value, lease.pttlMs] as const);
     const copying = (copied: number, total: number): void =>
-      context.status(
-        target,
+      scope.status(
         `restarted empty: copying the floor, ${total} active token registers (${copied} copied) and ` +
           `${leases.length} live leases`,
         { phase: 'copying', registersCopied: copied, registersTotal: total },
       );
     await copier.finish(sources.floor, leases, copying);
     keeper.throwIfLost();
-    context.status(target, 'restarted empty: registers and leases copied; finishing the repair', {
+    scope.status('restarted empty: registers and leases copied; finishing the repair', {
       phase: 'finishing',
       registersCopied: copier.total,
       registersTotal: copier.total,
     });
-    const finished = await retried(timing, () =>
-      target.finishRepair(timeout, repairId, newId(), newId(), sources.settings),
-    );
+    const finished = await retried(timing, () => scope.finishRepair(timeout, repairId, sources.settings));
     if (finished.kind !== 'finished') throw new RepairRestart('its repair marker was lost before the finish');
   } finally {
     keeper.stop();
   }
 }
 
-interface SourceRead {
-  /** The floor of the source's last batch (merged: the highest of them). Its registers went to the copier. */
+/** What a source (or the merge of the sources) gave besides the registers, which went to the copier. */
+export interface SourceRead {
+  /** The floor of the source's last batch (merged: the highest of them). */
   readonly floor: bigint;
   /** Live leases: key → value and remaining ttl. */
   readonly leases: ReadonlyMap<string, { readonly value: string; readonly pttlMs: number }>;
@@ -290,26 +307,26 @@ export function sourcesRequired(nodes: number, quorum: number): number {
 }
 
 /**
- * Seals and reads `N − quorum + 1` sources in full, in parallel; a source that cannot be read (empty, under
- * repair, restarted, unreachable) is replaced by the next candidate. Each batch's registers go to `copier` as it
- * arrives (raised on the node while the reads go on). Merges the rest: the highest floor, per lease the copy with
- * the longest remaining ttl, and the settings.
+ * Seals and reads `N − quorum + 1` of the scope's sources in full, in parallel; a source that cannot be read (empty,
+ * under repair, restarted, unreachable) is replaced by the next candidate. Each batch's registers go to `copier` as
+ * it arrives (raised on the scope while the reads go on). Merges the rest: the highest floor, per lease the copy to
+ * keep (`laterCopy`), and the settings.
  */
 async function readSources(
   context: RepairContext,
-  target: RepairNode,
+  scope: RepairScope,
   timing: RepairTiming,
   keeper: MarkerKeeper,
   copier: Copier,
 ): Promise<SourceRead> {
   const required = sourcesRequired(context.nodes.length, context.quorum);
-  const candidates = context.nodes.filter((n) => n !== target);
+  const candidates = scope.sources;
   if (candidates.length < required) {
-    throw new Error(`needs ${required} other nodes to copy token registers from, has ${candidates.length}`);
+    throw new TooFewSources(
+      `needs ${required} other nodes to copy token registers from, has ${candidates.length}`,
+    );
   }
-  context.status(target, `restarted empty: sealing and reading ${required} of the other nodes`, {
-    phase: 'reading',
-  });
+  scope.status(`restarted empty: sealing and reading ${required} of the other nodes`, { phase: 'reading' });
   const merged = {
     floor: 0n,
     leases: new Map<string, { value: string; pttlMs: number }>(),
@@ -318,12 +335,14 @@ async function readSources(
   let complete = 0;
   let next = 0;
   const problems: string[] = [];
+  const raiseBatch = (floor: bigint, registers: readonly Register[]): Promise<void> =>
+    copier.add(floor, registers);
   // `required` workers, each taking the next candidate until one is read in full.
   const worker = async (): Promise<void> => {
     while (next < candidates.length) {
       const source = candidates[next++]!;
       try {
-        const read = await readSource(context, source, timing, keeper, copier, context.newId ?? randomUUID);
+        const read = await readSource(context, source, timing, () => keeper.throwIfLost(), raiseBatch);
         if (read.floor > merged.floor) merged.floor = read.floor;
         for (const [key, lease] of read.leases) {
           const known = merged.leases.get(key);
@@ -333,7 +352,7 @@ async function readSources(
         complete++;
         return;
       } catch (error) {
-        // A lost marker, or a raise that failed (the node, not this source): the repair stops.
+        // A lost marker, or a raise that failed (the scope, not this source): the repair stops.
         if (error instanceof RepairRestart || copier.failed) throw error;
         problems.push(`node ${source.index} (${source.address}): ${messageOf(error)}`);
         context.reportError(source.index, 'repair-read', error);
@@ -343,7 +362,7 @@ async function readSources(
   await Promise.all(Array.from({ length: required }, worker));
   keeper.throwIfLost();
   if (complete < required) {
-    throw new Error(
+    throw new TooFewSources(
       `only ${complete} of the ${required} source nodes needed could be read${problems.length > 0 ? ` (${problems.join('; ')})` : ''}`,
     );
   }
@@ -381,18 +400,20 @@ export function mergeSettings(into: Record<string, string>, from: Readonly<Recor
 }
 
 /**
- * Seals one source (its first batch) and reads it in full, handing each batch's registers to `copier` (which may
- * make the next read wait while enough raises are in flight); throws when it is not a valid source or a batch
- * keeps failing. Registers handed over before a later batch fails stay raised: they are values the source held.
+ * Seals one source (its first batch) and reads it in full, handing each batch's floor and registers to `onBatch`
+ * (which may make the next read wait while enough raises are in flight); throws when it is not a valid source, a
+ * batch keeps failing, or `throwIfLost` throws. Registers handed over before a later batch fails stay raised: they
+ * are values the source held. The Cluster member's slot repair reads a standalone source once, for all its slots,
+ * through this too.
  */
-async function readSource(
-  context: RepairContext,
-  source: RepairNode,
+export async function readSource(
+  context: Pick<RepairContext, 'callTimeoutMs' | 'newId'>,
+  source: RepairSource,
   timing: RepairTiming,
-  keeper: MarkerKeeper,
-  copier: Copier,
-  newId: () => string,
+  throwIfLost: () => void,
+  onBatch: (floor: bigint, registers: readonly Register[]) => Promise<void>,
 ): Promise<SourceRead> {
+  const newId = context.newId ?? randomUUID;
   const leases = new Map<string, { value: string; pttlMs: number }>();
   let settings: Readonly<Record<string, string>> = {};
   let incarnation = '';
@@ -401,7 +422,7 @@ async function readSource(
   // The first batch seals the source with a fresh epoch (the same one on a retry of that batch).
   let seal = newId();
   do {
-    keeper.throwIfLost();
+    throwIfLost();
     const from = cursor;
     const sealing = seal;
     const read = await retried(timing, () =>
@@ -424,7 +445,7 @@ async function readSource(
         floor = read.floor;
         settings = read.settings;
         for (const [key, value, pttlMs] of read.leases) leases.set(key, { value, pttlMs });
-        await copier.add(read.floor, read.registers);
+        await onBatch(read.floor, read.registers);
     }
   } while (cursor !== '0');
   return { floor, leases, settings };
@@ -432,23 +453,23 @@ async function readSource(
 
 type RaiseBatch = (
   floor: bigint,
-  registers: readonly (readonly [string, bigint])[],
-  leases: readonly (readonly [string, string, number])[],
+  registers: readonly Register[],
+  leases: readonly LiveLease[],
 ) => Promise<void>;
 
 /**
- * Step 3 streamed: raises the node with the registers of each batch the sources return, `RAISES_IN_FLIGHT` raise
+ * Step 3 streamed: raises the scope with the registers of each batch the sources return, `RAISES_IN_FLIGHT` raise
  * calls at once, while the reads go on (raising is idempotent, order-free and only ever raises, so it need not wait
  * for the merge). A register goes out only when it is above the floor seen so far and above what was already sent
  * for it. Each call carries the highest floor seen so far; `finish` sends the final one. A register sent before a
- * later batch's higher floor (a fold on the source during the scan) may stay below that floor on the node: the node
+ * later batch's higher floor (a fold on the source during the scan) may stay below that floor on the scope: a node
  * never answers below its floor (include/decimal-token.lua, read_register), so it is harmless.
  */
 class Copier {
   /** Highest value sent (or queued) per register. */
   private readonly sent = new Map<string, bigint>();
   private floor = 0n;
-  private pending: (readonly [string, bigint])[] = [];
+  private pending: Register[] = [];
   private readonly inFlight = new Set<Promise<void>>();
   private failure: { readonly error: unknown } | undefined;
   private copied = 0;
@@ -462,13 +483,13 @@ class Copier {
     private readonly raise: RaiseBatch,
   ) {}
 
-  /** A raise failed: the repair must stop (the failure is the node's, not a source's). */
+  /** A raise failed: the repair must stop (the failure is the scope's, not a source's). */
   get failed(): boolean {
     return this.failure !== undefined;
   }
 
   /** Takes one batch's floor and registers; resolves once its full raise batches are sent (not answered). */
-  async add(floor: bigint, registers: readonly (readonly [string, bigint])[]): Promise<void> {
+  async add(floor: bigint, registers: readonly Register[]): Promise<void> {
     this.throwIfFailed();
     if (floor > this.floor) this.floor = floor;
     for (const register of registers) {
@@ -490,7 +511,7 @@ class Copier {
    */
   async finish(
     floor: bigint,
-    leases: readonly (readonly [string, string, number])[],
+    leases: readonly LiveLease[],
     progress: (copied: number, total: number) => void,
   ): Promise<void> {
     this.throwIfFailed();
@@ -513,10 +534,7 @@ class Copier {
     this.total = this.copied;
   }
 
-  private async send(
-    registers: readonly (readonly [string, bigint])[],
-    leases: readonly (readonly [string, string, number])[],
-  ): Promise<void> {
+  private async send(registers: readonly Register[], leases: readonly LiveLease[]): Promise<void> {
     while (this.inFlight.size >= RAISES_IN_FLIGHT) await Promise.race(this.inFlight);
     this.throwIfFailed();
     this.inFlightRegisters += registers.length;
@@ -547,17 +565,36 @@ interface MarkerKeeper {
   stop(): void;
 }
 
-/**
- * Runs `renew` every third of the repair marker's ttl until `stop` is aborted (a lost marker aborts it too) or the
- * coordinator closes: the renewal loop of a node's repair and of a Cluster member's per-slot repair.
- */
-export function everyThirdOfMarkerTtl(
-  context: Pick<RepairContext, 'clock' | 'closing'>,
+/** Renews the scope's repair marker every third of its ttl while the repair runs; notes when it is lost. */
+function keepMarkerAlive(
+  context: RepairContext,
+  scope: RepairScope,
+  repairId: string,
   timing: RepairTiming,
-  stop: AbortSignal,
-  renew: () => Promise<void>,
-): void {
-  const stopOrClose = AbortSignal.any([stop, context.closing]);
+): MarkerKeeper {
+  const stopped = new AbortController();
+  let lost: RepairRestart | undefined;
+  const loseWith = (reason: string): void => {
+    lost ??= new RepairRestart(reason);
+    if (!stopped.signal.aborted) stopped.abort(lost);
+  };
+  const renew = async (): Promise<void> => {
+    try {
+      const renewed = await scope.repairMarker(context.callTimeoutMs, 'renew', repairId, timing.markerTtlMs);
+      if (renewed.kind !== 'claimed') {
+        loseWith(
+          renewed.kind === 'initialized'
+            ? 'another process initialized it meanwhile'
+            : 'its repair marker was lost (it restarted again, or the marker expired)',
+        );
+      }
+    } catch (error) {
+      // A failed renewal is not a loss: the marker lives markerTtlMs, and the next renewal may get through. If it
+      // does expire, the raise and finish scripts see that and the repair starts over.
+      context.reportError(scope.target.index, 'repair-renew', error);
+    }
+  };
+  const stopOrClose = AbortSignal.any([stopped.signal, context.closing]);
   void (async () => {
     const every = Math.max(1, Math.floor(timing.markerTtlMs / 3));
     while (!stopOrClose.aborted) {
@@ -569,44 +606,10 @@ export function everyThirdOfMarkerTtl(
       await renew();
     }
   })();
-}
-
-/** Renews the repair marker every third of its ttl while the repair runs; notes when it is lost. */
-function keepMarkerAlive(
-  context: RepairContext,
-  target: RepairNode,
-  repairId: string,
-  timing: RepairTiming,
-): MarkerKeeper {
-  const stopped = new AbortController();
-  let lost: RepairRestart | undefined;
-  const loseWith = (reason: string): void => {
-    lost ??= new RepairRestart(reason);
-    if (!stopped.signal.aborted) stopped.abort(lost);
-  };
-  everyThirdOfMarkerTtl(context, timing, stopped.signal, async () => {
-    try {
-      const renewed = await target.repairMarker(context.callTimeoutMs, 'renew', repairId, timing.markerTtlMs);
-      if (renewed.kind !== 'claimed') {
-        loseWith(
-          renewed.kind === 'initialized'
-            ? 'another process initialized it meanwhile'
-            : 'its repair marker was lost (it restarted again, or the marker expired)',
-        );
-      }
-    } catch (error) {
-      // A failed renewal is not a loss: the marker lives markerTtlMs, and the next renewal may get through. If it
-      // does expire, the raise and finish scripts see that and the repair starts over.
-      context.reportError(target.index, 'repair-renew', error);
-    }
-  });
-  const throwIfLost = (): void => {
-    const reason = lost;
-    if (reason !== undefined) throw reason;
-  };
   return {
     throwIfLost(): void {
-      throwIfLost();
+      const reason = lost;
+      if (reason !== undefined) throw reason;
       context.closing.throwIfAborted();
     },
     stop(): void {

@@ -1,68 +1,73 @@
 /**
- * The sealed repair of the empty slots of a Redis Cluster member (DESIGN §3c, "amnesia is per slot"): a shard that
- * restarted without its data lost the node state and the registers of its own slots; those slots refuse every vote
- * (their incarnation keys are gone) until this repair copies them back from the same slots of the other members. The
- * member's other slots vote all along. No clock, no sit-out, no wait.
+ * The slot scope of the one sealed repair (nodes/repair.ts holds the driver, its steps and the argument; DESIGN
+ * §3c, "amnesia is per slot"): a shard that restarted without its data lost the node state and registers of its own
+ * slots, which refuse every vote until each is repaired from the same slot of the other members. The member's other
+ * slots vote all along. For a resource in slot s, member i's vote is the vote of (i, s), so the members behave for s
+ * exactly as N nodes do for a standalone repair; each empty slot s of T is one {@link RepairScope}, and what differs
+ * is supplied here:
+ * - **Keys**: every script runs on slot s's own node-state keys (`scopes.keysOf(s)`, through the builders of
+ *   packages/coordinator/src/scripts/script-keys.ts).
+ * - **Sources**: every other member, read for s: a Cluster member by repair-read-slot.lua (its slot-s seal epoch
+ *   replaced and the whole slot read in one atomic call: one batch); a standalone node by repair-read.lua, sealed
+ *   node-wide and read in full for this run's slots (`standaloneRead`), keeping slot s's keys — all a slot-s grant
+ *   can have counted there. Safety: a slot uses only a read that began after its claim was answered (a slot
+ *   claimed later gets a new read), so each source is sealed after the claim of every slot it serves. Cost: the
+ *   first read waits until every slot's first claim was answered, so one read serves them all.
+ * - **Raise**: on a stamped slot the floor is every resource's register (include/node-state.lua, promise_key), so a
+ *   batch's registers are folded into the floor raised; nothing else is written but its leases.
+ * - **Finish**: a stamped incarnation (`<id>@`, completed with the shard's id by the script), a new seal epoch.
+ * It streams like every scope (why: nodes/repair.ts); a slot stopped at any step holds at most a raised floor and
+ * leases, no incarnation, so it keeps refusing. Slots are independent: each has its own marker, seal, sources count,
+ * restarts and finish; a slot with fewer than `N − quorum + 1` readable sources stays empty and is tried again.
  *
- * Safety argument: it is the argument of nodes/repair.ts, word for word, with "node" read as "(member, slot)".
- * For a resource in slot s, a grant counts one promise per member, each recorded by a script on that member's
- * state for s: on a Cluster member, the slot-s state (incarnation, floor, seal, registers of slot s, all in slot s);
- * on a standalone member, the node's state. So for slot s the members behave exactly as N nodes do in DESIGN §3:
- * 1. **Claim** (repair-marker.lua on the slot's own incarnation and marker keys): observes (T, s) empty; every
- *    promise (T, s) lost was applied before it, and every script on slot s of T refuses from then on.
- * 2. **Seal and read**, for slot s, `N − quorum + 1` other members, each atomically verified and sealed: a Cluster
- *    source by repair-read-slot.lua (the source's slot-s seal epoch replaced, then the whole slot read in the same
- *    call), a standalone source by repair-read.lua (the node's seal epoch replaced by its first batch, then every
- *    batch read; only slot s's registers and leases are kept, which is all a slot-s grant can have counted there).
- *    A grant G whose token t counted a lost promise of (T, s) needs `quorum − 1` other promises from one round; at
- *    most `quorum − 2` of the other members are unsealed for s, so one counted promise sits on a sealed source S:
- *    applied before S's seal, the read saw it (or S's floor did, which is copied), so (T, s) is raised to at least t;
- *    applied after it, G's round carried S's new epoch, so it began after the seal, after the claim, when (T, s)
- *    refused everything — not a lost promise. Live leases are copied the same way.
- * 3. **Raise** (repair-raise.lua: the floor of slot s — the highest floor or register read for s, since on a member the
- *    slot's floor is every resource's register — and its leases, while the slot's marker is ours) and
- *    **finish** (finish-repair.lua: a new incarnation and seal epoch for the slot, the settings, only while the
- *    marker is ours). A shard that restarts again loses the markers, and its slots are repaired again.
- * Slots are independent: each has its own marker, seal, sources count and finish. A slot with fewer than
- * `N − quorum + 1` readable sources is left empty (it keeps refusing) and tried again later. A source slot that is
- * itself empty or under repair is never read (checked atomically with the read).
- *
- * Tests that fail when this breaks: test/fault/cluster-amnesia.test.ts (F25: a shard restarted empty under load, its
- * slots repaired while the others vote; the negative control turns the per-slot incarnation check off and the
- * checker must see tokens go backwards).
+ * Tests that fail when this breaks: test/unit/coordinator/nodes/cluster/slot-repair.test.ts,
+ * test/fault/cluster-amnesia.test.ts (F25; its negative control turns the per-slot incarnation check off),
+ * test/fault/slot-migration-amnesia.test.ts (F29: a Cluster member with standalone sources).
  */
 import { randomUUID } from 'node:crypto';
 import { keySlot } from '../../keys/slots.js';
-import { interpretReply, type RepairReadReply } from '../../scripts/script-results.js';
 import { repairRaiseCall, scriptKeys } from '../../scripts/script-keys.js';
 import { ClusterMember } from './cluster-member.js';
 import type { NodeConnection } from '../node-connection.js';
 import {
   DEFAULT_REPAIR_TIMING,
-  everyThirdOfMarkerTtl,
-  laterCopy,
-  mergeSettings,
-  retried,
+  readSource,
+  repairScope,
+  RepairRestart,
   sourcesRequired,
+  TooFewSources,
   type RepairContext,
+  type RepairScope,
+  type RepairSource,
   type RepairTiming,
 } from '../repair.js';
 
-/** Per-slot calls in flight at once while raising. */
-const RAISES_IN_FLIGHT = 32;
+/** Per-slot script calls in flight at once (claims, reads, raises, finishes, renewals of all the slots). */
+const SLOT_CALLS_IN_FLIGHT = 512;
 
-interface SlotRead {
-  floor: bigint;
-  readonly registers: Map<string, bigint>;
-  readonly leases: Map<string, { value: string; pttlMs: number }>;
-  /** Sources read in full for this slot. */
-  sources: number;
+type RepairReadReply = Awaited<ReturnType<RepairSource['repairRead']>>;
+
+/** What a standalone source held for the run's slots. */
+interface SlotKeys {
+  readonly registers: [string, bigint][];
+  readonly leases: [string, string, number][];
+}
+interface StandaloneReply {
+  readonly incarnation: string;
+  readonly floor: bigint;
+  readonly settings: Readonly<Record<string, string>>;
+  readonly slots: ReadonlyMap<number, SlotKeys>;
+}
+/** One read of a standalone source for the run's slots, and the claims it covers (sealed after them). */
+interface StandaloneRead {
+  readonly covers: number;
+  readonly reply: Promise<StandaloneReply>;
 }
 
 /**
- * Repairs every slot of `target` last seen empty (the probe's view, refreshed first). Resolves when every such slot
- * was repaired here or elsewhere.
- * @throws Error naming the slots left unrepaired (too few sources, another process repairing them, a lost marker)
+ * Repairs every slot of `target` last seen empty (the probe's view, refreshed first), each as one scope of the
+ * sealed repair, all at once. Resolves when every such slot was repaired here or elsewhere.
+ * @throws Error naming the slots left unrepaired (too few sources, a lost marker, a call that kept failing)
  */
 export async function repairEmptySlots(
   context: RepairContext,
@@ -70,259 +75,254 @@ export async function repairEmptySlots(
   target: ClusterMember,
   timing: RepairTiming = DEFAULT_REPAIR_TIMING,
 ): Promise<void> {
-  const newId = context.newId ?? randomUUID;
-  const timeout = context.callTimeoutMs;
-  const prefix = target.keyPrefix;
-  const bulkTimeout = Math.max(10_000, timeout * 10);
-  await target.probe(timeout);
+  await target.probe(context.callTimeoutMs);
   const empty = target.scopes.empty().filter((slot) => target.servesSlot(slot));
   if (empty.length === 0) return;
-  const repairId = newId();
-  const status = (text: string, phase: 'claiming' | 'waiting' | 'reading' | 'copying' | 'finishing'): void =>
-    context.status(target, `${empty.length} slots restarted empty: ${text}`, { phase });
-
-  // Step 1: claim each empty slot's marker.
-  status('claiming the slots', 'claiming');
-  const claims = await target.eachSlot(
-    'repair-marker',
-    bulkTimeout,
-    'repair-marker',
-    scriptKeys['repair-marker'],
-    () => ['claim', repairId, timing.markerTtlMs],
-    (raw) => raw,
-    empty,
-  );
-  const claimed: number[] = [];
-  let busy = 0;
-  claims.forEach((raw, i) => {
-    const slot = empty[i]!;
-    const code = Array.isArray(raw) ? Number(raw[0]) : NaN;
-    if (code === 1) claimed.push(slot);
-    else if (code === 10) target.scopes.set(slot, true);
-    else busy++;
-  });
-  if (claimed.length === 0) {
-    if (busy > 0) throw new Error(`${busy} slots are being repaired by another process`);
-    return;
-  }
-  for (const slot of claimed) target.scopes.underRepair.add(slot);
-  const claimedSet = new Set(claimed);
-  const keeper = keepMarkersAlive(context, target, claimed, repairId, timing);
+  const run = new SlotRepairRun(context, members, target, empty, timing);
   try {
-    // Step 2: seal and read, per slot, every other member that can be read.
-    status(`sealing and reading ${claimed.length} slots of the other members`, 'reading');
-    const reads = new Map<number, SlotRead>(
-      claimed.map((slot) => [slot, { floor: 0n, registers: new Map(), leases: new Map(), sources: 0 }]),
-    );
-    const settings: Record<string, string> = {};
-    const candidates = members.filter((m) => m !== target);
+    await run.repairAll();
+  } finally {
+    context.status(target, undefined);
+  }
+}
+
+class SlotRepairRun {
+  private readonly newId: () => string;
+  /** Claims answered `claimed` so far, in order: a standalone read covers those answered before it began. */
+  private claims = 0;
+  private readonly unanswered: Set<number>;
+  private readonly allAnswered: Promise<void>;
+  private answeredAll: () => void = () => undefined;
+  private readonly standaloneReads = new Map<NodeConnection, StandaloneRead>();
+  private readonly waiting: (() => void)[] = [];
+  private calls = 0;
+  /** The slots' context: each source's failure, the same for hundreds of slots, is reported once. */
+  private readonly slotContext: RepairContext;
+
+  constructor(
+    private readonly context: RepairContext,
+    private readonly members: readonly (NodeConnection | ClusterMember)[],
+    private readonly target: ClusterMember,
+    private readonly slots: readonly number[],
+    private readonly timing: RepairTiming,
+  ) {
+    this.newId = context.newId ?? randomUUID;
+    this.unanswered = new Set(slots);
+    this.allAnswered = new Promise((resolve) => (this.answeredAll = resolve));
+    const reported = new Set<string>();
+    this.slotContext = {
+      ...context,
+      reportError: (node, operation, error) => {
+        const key = `${node} ${operation} ${error instanceof Error ? error.message : String(error)}`;
+        if (reported.has(key)) return;
+        reported.add(key);
+        context.reportError(node, operation, error);
+      },
+    };
+  }
+
+  async repairAll(): Promise<void> {
+    const total = this.slots.length;
+    const status = (text: string, phase: 'reading' | 'finishing'): void =>
+      this.context.status(this.target, `${total} slots restarted empty: ${text}`, { phase });
+    status('claiming, sealing, reading and raising each slot', 'reading');
+    let repaired = 0;
+    let short = 0;
+    let lost = 0;
+    const failed: string[] = [];
+    const every = Math.max(1, Math.floor(total / 20));
     await Promise.all(
-      candidates.map(async (source) => {
+      this.slots.map(async (slot) => {
         try {
-          if (source instanceof ClusterMember) {
-            await readClusterSource(context, source, claimed, reads, settings, bulkTimeout, newId);
-          } else {
-            await readStandaloneSource(context, source, claimedSet, reads, settings, timing, newId);
-          }
+          await repairScope(this.slotContext, this.scope(slot), this.timing);
+          if (++repaired % every === 0) status(`${repaired} slots repaired`, 'reading');
         } catch (error) {
-          context.reportError(source.index, 'repair-read', error);
+          if (error instanceof TooFewSources) short++;
+          else if (error instanceof RepairRestart) lost++;
+          else failed.push(`slot ${slot}: ${error instanceof Error ? error.message : String(error)}`);
+        } finally {
+          this.answered(slot);
+          this.target.scopes.underRepair.delete(slot);
         }
       }),
     );
-    const required = sourcesRequired(members.length, context.quorum);
-    const ready = claimed.filter((slot) => reads.get(slot)!.sources >= required);
-    const short = claimed.length - ready.length;
+    status(`${repaired} slots repaired`, 'finishing');
+    const problems: string[] = [];
+    const required = sourcesRequired(this.members.length, this.context.quorum);
+    if (short > 0) problems.push(`${short} slots had fewer than ${required} readable sources`);
+    if (lost > 0) problems.push(`${lost} slots lost their repair marker (the shard restarted again?)`);
+    if (failed.length > 0) problems.push(`${failed.length} slots failed (${failed[0]!})`);
+    if (problems.length > 0) throw new Error(`slots left unrepaired: ${problems.join('; ')}`);
+  }
 
-    // Step 3: raise each slot, then finish it while its marker is ours.
-    status(`copying floors, registers and leases into ${ready.length} slots`, 'copying');
-    let next = 0;
-    const finished: number[] = [];
-    const lost: number[] = [];
-    const worker = async (): Promise<void> => {
-      while (next < ready.length) {
-        const slot = ready[next++]!;
-        keeper.throwIfClosed();
-        const read = reads.get(slot)!;
-        const k = target.scopes.keysOf(slot);
-        // On a member, the slot's floor is the token register of every resource of the slot (include/node-state.lua):
-        // every register read from the sources is folded into it, and none is copied as a key of its own (a member's
-        // votes would never read it).
-        let floor = read.floor;
-        for (const value of read.registers.values()) if (value > floor) floor = value;
-        const registers: (readonly [string, bigint])[] = [];
-        const leases = [...read.leases].map(([key, lease]) => [key, lease.value, lease.pttlMs] as const);
-        let ok = true;
-        for (let i = 0; ok && (i < registers.length || i === 0); i += timing.batchSize) {
-          const batch = registers.slice(i, i + timing.batchSize);
-          const leaseBatch = i + timing.batchSize >= registers.length ? leases : [];
-          // Each live lease as its record and its lease key (one key in the 'fenced' layout; keys/key-layout.ts).
-          const { keys, args } = repairRaiseCall(k, prefix, repairId, floor, batch, leaseBatch);
-          const raised = await retried(timing, () => target.script('repair-raise', timeout, keys, args));
-          if (raised.kind !== 'raised') ok = false;
+  /** Slot `slot` of the target as a repair scope. */
+  private scope(slot: number): RepairScope {
+    const { target } = this;
+    const k = target.scopes.keysOf(slot);
+    let claimedAs = 0;
+    return {
+      target,
+      sources: this.members
+        .filter((m) => m !== target)
+        .map((m) =>
+          m instanceof ClusterMember
+            ? this.clusterSource(m, slot)
+            : this.standaloneSource(m, slot, () => claimedAs),
+        ),
+      repairMarker: async (timeoutMs, operation, repairId, markerTtlMs) => {
+        try {
+          const reply = await this.limited(() =>
+            target.script('repair-marker', timeoutMs, scriptKeys['repair-marker'](k), [
+              operation,
+              repairId,
+              markerTtlMs,
+            ]),
+          );
+          if (operation === 'claim' && reply.kind === 'claimed') {
+            claimedAs = ++this.claims;
+            target.scopes.underRepair.add(slot);
+          }
+          if (reply.kind === 'initialized') target.scopes.set(slot, true);
+          return reply;
+        } finally {
+          if (operation === 'claim') this.answered(slot);
         }
-        if (!ok) {
-          lost.push(slot);
-          continue;
-        }
-        const seal = newId();
-        const done = await retried(timing, () =>
+      },
+      repairRaise: (timeoutMs, repairId, floor, registers, leases) => {
+        // A stamped slot's floor is every resource's register of the slot (include/node-state.lua): registers are
+        // folded into the floor raised, none is written as a key of its own (a slot's votes would never read it).
+        let raised = floor;
+        for (const [, value] of registers) if (value > raised) raised = value;
+        // Each live lease as its record and its lease key (one key in the 'fenced' layout; keys/key-layout.ts).
+        const { keys, args } = repairRaiseCall(k, target.keyPrefix, repairId, raised, [], leases);
+        return this.limited(() => target.script('repair-raise', timeoutMs, keys, args));
+      },
+      finishRepair: async (timeoutMs, repairId, settings) => {
+        const seal = this.newId();
+        const done = await this.limited(() =>
           target.script(
             'finish-repair',
-            timeout,
+            timeoutMs,
             scriptKeys['finish-repair'](k),
             // Stamped with the slot's shard by the script (include/node-state.lua).
-            [repairId, `${newId()}@`, seal, ...Object.entries(settings).flat()],
+            [repairId, `${this.newId()}@`, seal, ...Object.entries(settings).flat()],
           ),
         );
         if (done.kind === 'finished') {
           target.scopes.set(slot, true);
           target.scopes.sealed(slot, seal);
-          finished.push(slot);
-        } else lost.push(slot);
-      }
+        }
+        return done;
+      },
+      // The run reports for all its slots at once.
+      status: () => undefined,
     };
-    await Promise.all(Array.from({ length: RAISES_IN_FLIGHT }, worker));
-    status(`${finished.length} slots repaired`, 'finishing');
-    const problems: string[] = [];
-    if (short > 0) problems.push(`${short} slots had fewer than ${required} readable sources`);
-    if (lost.length > 0)
-      problems.push(`${lost.length} slots lost their repair marker (the shard restarted again?)`);
-    if (busy > 0) problems.push(`${busy} slots are being repaired by another process`);
-    if (problems.length > 0) throw new Error(`slots left unrepaired: ${problems.join('; ')}`);
-  } finally {
-    keeper.stop();
-    for (const slot of claimed) target.scopes.underRepair.delete(slot);
-    context.status(target, undefined);
   }
-}
 
-function merge(
-  into: SlotRead,
-  floor: bigint,
-  registers: Iterable<readonly [string, bigint]>,
-  leases: Iterable<readonly [string, string, number]>,
-): void {
-  if (floor > into.floor) into.floor = floor;
-  for (const [key, value] of registers) {
-    const known = into.registers.get(key);
-    if (known === undefined || value > known) into.registers.set(key, value);
+  /** A Cluster source read for `slot`: sealed and read in full in one atomic call (repair-read-slot.lua). */
+  private clusterSource(source: ClusterMember, slot: number): RepairSource {
+    return {
+      index: source.index,
+      address: source.address,
+      repairRead: async (timeoutMs, cursor, count, incarnation, seal) => {
+        const reply = await this.limited(() =>
+          source.script(
+            'repair-read-slot',
+            timeoutMs,
+            scriptKeys['repair-read'](source.scopes.keysOf(slot)),
+            [slot, source.resourceKeyStart(), seal],
+          ),
+        );
+        if (reply.kind === 'read') source.scopes.sealed(slot, seal);
+        return reply;
+      },
+    };
   }
-  for (const [key, value, pttlMs] of leases) {
-    const known = into.leases.get(key);
-    if (known === undefined || laterCopy({ value, pttlMs }, known)) into.leases.set(key, { value, pttlMs });
+
+  /** A standalone source read for `slot`: the slot's keys of a full read shared by the run's slots. */
+  private standaloneSource(source: NodeConnection, slot: number, claimedAs: () => number): RepairSource {
+    return {
+      index: source.index,
+      address: source.address,
+      repairRead: async (): Promise<RepairReadReply> => {
+        const read = await this.standaloneRead(source, claimedAs());
+        const kept = read.slots.get(slot);
+        return {
+          kind: 'read',
+          incarnation: read.incarnation,
+          cursor: '0',
+          floor: read.floor,
+          settings: read.settings,
+          registers: kept?.registers ?? [],
+          leases: kept?.leases ?? [],
+        };
+      },
+    };
   }
-}
 
-/** Seals and reads each claimed slot on a Cluster source (one atomic call per slot). */
-async function readClusterSource(
-  context: RepairContext,
-  source: ClusterMember,
-  slots: readonly number[],
-  reads: Map<number, SlotRead>,
-  settings: Record<string, string>,
-  timeoutMs: number,
-  newId: () => string,
-): Promise<void> {
-  const seals = new Map(slots.map((slot) => [slot, newId()]));
-  const prefixOfResources = source.resourceKeyStart();
-  const replies = await source.eachSlot<RepairReadReply>(
-    'repair-read',
-    timeoutMs,
-    'repair-read-slot',
-    scriptKeys['repair-read'],
-    (slot) => [slot, prefixOfResources, seals.get(slot)!],
-    (raw) => interpretReply('repair-read-slot', raw),
-    slots,
-  );
-  replies.forEach((reply, i) => {
-    if (reply.kind !== 'read') return;
-    const slot = slots[i]!;
-    source.scopes.sealed(slot, seals.get(slot)!);
-    merge(reads.get(slot)!, reply.floor, reply.registers, reply.leases);
-    mergeSettings(settings, reply.settings);
-    reads.get(slot)!.sources++;
-  });
-  void context;
-}
+  /**
+   * The read of standalone `source` for every slot of this run, sealed after the claim `claimedAs` (a claim's
+   * number, in the order the claims were answered): shared by every slot whose claim it covers.
+   */
+  private async standaloneRead(source: NodeConnection, claimedAs: number): Promise<StandaloneReply> {
+    // One read for all the slots: it begins once every slot's first claim was answered.
+    await this.allAnswered;
+    let read = this.standaloneReads.get(source);
+    if (read === undefined || read.covers < claimedAs) {
+      read = { covers: this.claims, reply: this.readStandalone(source) };
+      this.standaloneReads.set(source, read);
+    }
+    return read.reply;
+  }
 
-/** Seals a standalone source (its first batch) and reads it in full, keeping the claimed slots' keys. */
-async function readStandaloneSource(
-  context: RepairContext,
-  source: NodeConnection,
-  slots: ReadonlySet<number>,
-  reads: Map<number, SlotRead>,
-  settings: Record<string, string>,
-  timing: RepairTiming,
-  newId: () => string,
-): Promise<void> {
-  const registers: [number, string, bigint][] = [];
-  const leases: [number, string, string, number][] = [];
-  let incarnation = '';
-  let cursor = '0';
-  let floor = 0n;
-  let firstSeal = newId();
-  let recordedSettings: Readonly<Record<string, string>> = {};
-  do {
-    const from = cursor;
-    const sealing = firstSeal;
-    const read = await retried(timing, () =>
-      source.repairRead(context.callTimeoutMs, from, timing.batchSize, incarnation, sealing),
+  private async readStandalone(source: NodeConnection): Promise<StandaloneReply> {
+    const wanted = new Set(this.slots);
+    const slots = new Map<number, SlotKeys>();
+    const of = (key: string): SlotKeys | undefined => {
+      const slot = keySlot(key);
+      if (!wanted.has(slot)) return undefined;
+      let kept = slots.get(slot);
+      if (kept === undefined) slots.set(slot, (kept = { registers: [], leases: [] }));
+      return kept;
+    };
+    let incarnation = '';
+    const read = await readSource(
+      this.context,
+      {
+        index: source.index,
+        address: source.address,
+        repairRead: async (...call) => {
+          const reply = await source.repairRead(...call);
+          if (reply.kind === 'read') incarnation = reply.incarnation;
+          return reply;
+        },
+      },
+      this.timing,
+      () => this.context.closing.throwIfAborted(),
+      (_floor, registers) => {
+        for (const [key, value] of registers) of(key)?.registers.push([key, value]);
+        return Promise.resolve();
+      },
     );
-    if (read.kind !== 'read') throw new Error(`not a valid source: ${read.kind}`);
-    firstSeal = '';
-    incarnation = read.incarnation;
-    cursor = read.cursor;
-    floor = read.floor;
-    recordedSettings = read.settings;
-    for (const [key, value] of read.registers) {
-      const slot = keySlot(key);
-      if (slots.has(slot)) registers.push([slot, key, value]);
-    }
-    for (const [key, value, pttlMs] of read.leases) {
-      const slot = keySlot(key);
-      if (slots.has(slot)) leases.push([slot, key, value, pttlMs]);
-    }
-  } while (cursor !== '0');
-  // The node-wide floor bounds every slot's registers there: it counts for each slot.
-  for (const slot of slots) {
-    merge(reads.get(slot)!, floor, [], []);
-    reads.get(slot)!.sources++;
+    for (const [key, { value, pttlMs }] of read.leases) of(key)?.leases.push([key, value, pttlMs]);
+    return { incarnation, floor: read.floor, settings: read.settings, slots };
   }
-  for (const [slot, key, value] of registers) merge(reads.get(slot)!, 0n, [[key, value]], []);
-  for (const [slot, key, value, pttlMs] of leases) merge(reads.get(slot)!, 0n, [], [[key, value, pttlMs]]);
-  mergeSettings(settings, recordedSettings);
-}
 
-interface MarkersKeeper {
-  throwIfClosed(): void;
-  stop(): void;
-}
+  /** Slot `slot` answered its first claim, or its repair ended first. */
+  private answered(slot: number): void {
+    if (this.unanswered.delete(slot) && this.unanswered.size === 0) this.answeredAll();
+  }
 
-/** Renews the claimed slots' markers every third of their ttl while the repair runs. */
-function keepMarkersAlive(
-  context: RepairContext,
-  target: ClusterMember,
-  slots: readonly number[],
-  repairId: string,
-  timing: RepairTiming,
-): MarkersKeeper {
-  const stopped = new AbortController();
-  everyThirdOfMarkerTtl(context, timing, stopped.signal, async () => {
-    // A lost marker needs no action here: the raise and finish scripts check it, and the slot stays empty.
-    await target
-      .eachSlot(
-        'repair-renew',
-        Math.max(10_000, context.callTimeoutMs * 10),
-        'repair-marker',
-        scriptKeys['repair-marker'],
-        () => ['renew', repairId, timing.markerTtlMs],
-        (raw) => raw,
-        slots,
-      )
-      .catch(() => undefined);
-  });
-  return {
-    throwIfClosed: () => context.closing.throwIfAborted(),
-    stop: () => stopped.abort(),
-  };
+  /** Runs a per-slot call once fewer than SLOT_CALLS_IN_FLIGHT are in flight. */
+  private async limited<T>(call: () => Promise<T>): Promise<T> {
+    while (this.calls >= SLOT_CALLS_IN_FLIGHT)
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.calls++;
+    try {
+      return await call();
+    } finally {
+      this.calls--;
+      this.waiting.shift()?.();
+    }
+  }
 }
