@@ -249,7 +249,8 @@ async function repairOnce(
     if (claim.kind === 'initialized') return; // repaired elsewhere, or never lost its state
     if (claim.kind === 'claimed') break;
     scope.status('restarted empty: another process is repairing it; waiting', { phase: 'waiting' });
-    await clock.sleep(timing.waitPollMs, context.closing);
+    // A signal of its own follows `closing`: thousands of slots may wait at once, each listener on its own signal.
+    await clock.sleep(timing.waitPollMs, AbortSignal.any([context.closing]));
   }
   // The claim observed the scope empty: every promise it lost was applied before this moment.
   const keeper = keepMarkerAlive(context, scope, repairId, timing);
