@@ -1,8 +1,8 @@
 /**
- * The slot scope of the one sealed repair (nodes/repair.ts holds the driver, its steps and the argument; DESIGN
- * §3c, "amnesia is per slot"): a shard that restarted without its data lost the node state and registers of its own
- * slots, which refuse every vote until each is repaired from the same slot of the other members. The member's other
- * slots vote all along. For a resource in slot s, member i's vote is the vote of (i, s), so the members behave for s
+ * The slot scope of the one sealed repair (nodes/repair.ts holds the driver and its steps, docs/design.md §3 the
+ * argument; DESIGN §3c, "amnesia is per slot"): a shard that restarted without its data lost the node state and
+ * registers of its own slots, which refuse every vote until each is repaired from the same slot of the other
+ * members. The member's other slots vote all along. For a resource in slot s, member i's vote is the vote of (i, s), so the members behave for s
  * exactly as N nodes do for a standalone repair; each empty slot s of T is one {@link RepairScope}, and what differs
  * is supplied here:
  * - **Keys**: every script runs on slot s's own node-state keys (`scopes.keysOf(s)`, through the builders of
@@ -20,7 +20,7 @@
  * leases, no incarnation, so it keeps refusing. Slots are independent: each has its own marker, seal, sources count,
  * restarts and finish; a slot with fewer than `N − quorum + 1` readable sources stays empty and is tried again.
  *
- * Tests that fail when this breaks: test/unit/coordinator/nodes/cluster/slot-repair.test.ts,
+ * Tests that fail when this breaks: test/unit/coordinator/nodes/cluster/slot-repair.test.ts (mutation row 30),
  * test/fault/cluster-amnesia.test.ts (F25; its negative control turns the per-slot incarnation check off),
  * test/fault/slot-migration-amnesia.test.ts (F29: a Cluster member with standalone sources).
  */
