@@ -2,9 +2,9 @@
  * The slot scope of the one sealed repair (nodes/repair.ts holds the driver and its steps, docs/design.md §3 the
  * argument; DESIGN §3c, "amnesia is per slot"): a shard that restarted without its data lost the node state and
  * registers of its own slots, which refuse every vote until each is repaired from the same slot of the other
- * members. The member's other slots vote all along. For a resource in slot s, member i's vote is the vote of (i, s), so the members behave for s
- * exactly as N nodes do for a standalone repair; each empty slot s of T is one {@link RepairScope}, and what differs
- * is supplied here:
+ * members. The member's other slots vote all along. For a resource in slot s, member i's vote is the vote of (i, s),
+ * so the members behave for s exactly as N nodes do for a standalone repair; each empty slot s of T is one
+ * {@link RepairScope}, and what differs is supplied here:
  * - **Keys**: every script runs on slot s's own node-state keys (`scopes.keysOf(s)`, through the builders of
  *   packages/coordinator/src/scripts/script-keys.ts).
  * - **Sources**: every other member, read for s: a Cluster member by repair-read-slot.lua (its slot-s seal epoch
