@@ -4,8 +4,7 @@
 //   npm run mutants -- --only 08        baseline of 08's tests, then mutant 08 alone (the docs are not written)
 //   npm run mutants -- --list           the table, where each mutant's code and tests are now; nothing run
 //   npm run mutants -- --simulation     every mutant against the simulation's tests alone (not the table's killing
-//                                       tests); writes docs/mutation-simulation.md. With --only 09,22: those only,
-//                                       the docs are not written.
+//                                       tests); writes docs/mutation-simulation.md (with --only 09,22: those rows).
 //
 // A mutant is a list of search-and-replace edits of the exact code it breaks, found wherever that code lives now
 // in its package's src/ and lua/ (scripts/mutant-edits.ts), so moving files never breaks the table. Before
@@ -491,7 +490,7 @@ function writeSimulationDocs(
     '',
     '```',
     'npm run mutants -- --simulation              # every mutant; rewrites this page',
-    'npm run mutants -- --simulation --only 09,22 # some (this page is not rewritten)',
+    'npm run mutants -- --simulation --only 09,22 # those rows only; rewrites this page with them',
     '```',
     '',
     "Each mutant runs the simulation's files in the order below and stops at the first that fails on it; the",
@@ -501,7 +500,7 @@ function writeSimulationDocs(
     '',
     '## Last run',
     '',
-    `${date}, \`npm run mutants -- --simulation\` on ${os.cpus().length} cores (${os.platform()}, Node ${process.version}):`,
+    `${date}, \`npm run mutants -- --simulation${values.only === undefined ? '' : ` --only ${values.only}`}\` on ${os.cpus().length} cores (${os.platform()}, Node ${process.version}):`,
     `**${killed} of ${results.length} killed by the simulation alone**; baseline ${seconds(baselineMs)}, total ${seconds(totalMs)}.`,
     '',
     '| # | File | Result | Time | First failing file: tests |',
@@ -585,7 +584,7 @@ async function main(): Promise<number> {
   }
   const bad = results.filter((r) => r.verdict !== 'killed');
   console.log(`\n${results.length - bad.length} of ${results.length} killed in ${seconds(totalMs)}`);
-  if (values.only === undefined && simulation !== undefined) {
+  if (simulation !== undefined) {
     writeSimulationDocs(results, simulation, baselineMs, totalMs);
     console.log(`wrote ${path.relative(ROOT, SIMULATION_DOCS)}`);
   } else if (values.only === undefined) {
