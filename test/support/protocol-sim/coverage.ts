@@ -80,7 +80,7 @@ export function formatCoverage(coverage: Coverage, schedules: number): string[] 
   );
   for (const key of COVERAGE_KEYS) {
     lines.push(
-      `  ${key.padEnd(20)} ${String(coverage.ran.get(key) ?? 0).padStart(9)} ${String(coverage.cutAfter.get(key) ?? 0).padStart(9)}`,
+      `  ${key.padEnd(20)} ${(key === 'start' ? '-' : String(coverage.ran.get(key) ?? 0)).padStart(9)} ${String(coverage.cutAfter.get(key) ?? 0).padStart(9)}`,
     );
   }
   const gaps = coverageGaps(coverage);

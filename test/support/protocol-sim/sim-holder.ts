@@ -157,6 +157,9 @@ async function extendRetried(
         validUntil: validUntil.value,
       });
       h.history.extensions.push({ grant, token: extended.token, seq: h.world.seq });
+      h.world.note(
+        `${h.name} extended ${grant.leaseId} (token ${grant.token}): reported token ${extended.token}`,
+      );
       validUntil.value = extended.validUntil;
       return true;
     } catch (error) {
