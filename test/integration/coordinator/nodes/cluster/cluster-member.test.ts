@@ -9,9 +9,9 @@ import { Coordinator } from '@fenced/coordinator';
 import { eventually } from '@fenced/test-utils/eventually';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
-import { freshMarkKey, keySlot, nodeStateKeys, slotKeyTemplate, slotTag } from '../../../fixtures/keys.js';
-import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
-import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
+import { freshMarkKey, keySlot, nodeStateKeys, slotKeyTemplate, slotTag } from '../../../../fixtures/keys.js';
+import { interpretReply } from '../../../../../packages/coordinator/src/scripts/script-results.js';
+import { loadScripts, runScript } from '../../../../../packages/coordinator/src/scripts/scripts.js';
 
 const members: RedisClusterMember[] = [];
 const standalone: RedisNode[] = [];
