@@ -337,7 +337,7 @@ describe('folding per shard', () => {
     });
     try {
       await coordinator.ready();
-      // Registers far above any time-derived first guess: a fold that lost one (instead of raising its slot's floor)
+      // Registers far above any time-derived first proposal: a fold that lost one (instead of raising its slot's floor)
       // shows as a later token below the earlier one.
       const ahead = (BigInt(Date.now() + 35 * 365 * 24 * 3_600_000) << 20n).toString();
       for (const member of members) {
