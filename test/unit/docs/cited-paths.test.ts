@@ -28,7 +28,10 @@ const RELATIVE = new RegExp(String.raw`(?<![\w.*/@-])([a-z][\w-]*\/[\w./*-]+${EX
  * Files named on purpose although they do not exist, each with the reason. Keep it short: a stale citation is
  * fixed, not listed here.
  */
-const NAMED_NOT_SHIPPED: Readonly<Record<string, string>> = {};
+const NAMED_NOT_SHIPPED: Readonly<Record<string, string>> = {
+  'docs/mutation-simulation.md':
+    'written by `npm run mutants -- --simulation` (scripts/mutants.ts); in the tree only once a run is committed',
+};
 
 function* codeFiles(dir: string): Generator<string> {
   for (const entry of readdirSync(dir)) {
@@ -103,6 +106,11 @@ describe('paths cited in comments and docs', () => {
   it('name files that exist', () => {
     const missing = citingFiles().flatMap((file) => staleCitations(file, readFileSync(file, 'utf8')));
     expect(missing).toEqual([]);
+  });
+
+  it('are listed as named on purpose only while they do not exist', () => {
+    const shipped = Object.keys(NAMED_NOT_SHIPPED).filter((cited) => existsSync(path.join(ROOT, cited)));
+    expect(shipped).toEqual([]);
   });
 
   it('are found, so that a stale one fails the check above (negative control)', () => {
