@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Kysely } from 'kysely';
 import { fencedErrorHandler, fencedWrites, guardedWrite, type GuardedStore } from '@fenced/guarded-store';
-import { counterResource, writeCounter, type CounterDatabase } from './counter-table.js';
-import type { Mode } from './worker-protocol.js';
+import { writeCounter, type CounterDb } from '@fenced/test-utils/counter-worker/counter-tables';
+import { counterResource } from './counter-table.js';
+import type { Mode } from './run-record.js';
 
 /** The counter service of scenario F3: workers write through it over HTTP, so a write can sit in the network. */
 export interface CounterService {
@@ -13,9 +14,8 @@ export interface CounterService {
 }
 
 export interface CounterServiceOptions {
-  readonly db: Kysely<CounterDatabase>;
-  readonly store: GuardedStore<CounterDatabase>;
-  readonly schema: string;
+  readonly db: Kysely<CounterDb>;
+  readonly store: GuardedStore<CounterDb>;
   /** `fenced`: writes go through the guarded-store middleware (409 STALE_TOKEN); `unprotected`: a plain UPDATE. */
   readonly mode: Mode;
 }
@@ -29,7 +29,7 @@ const COUNTER_ID = /^[a-z0-9-]{1,64}$/;
  * Listens on a free loopback port.
  */
 export async function startCounterService(options: CounterServiceOptions): Promise<CounterService> {
-  const { db, store, schema, mode } = options;
+  const { db, store, mode } = options;
   const app = express();
   app.disable('x-powered-by');
   app.use(express.json({ limit: '4kb' }));
@@ -50,25 +50,25 @@ export async function startCounterService(options: CounterServiceOptions): Promi
       '/counters/:id',
       fencedWrites({ store, resource: (req) => counterResource(counterOf(req.params.id)) }),
       async (req, res) => {
-        const counter = counterOf(req.params.id);
-        const body = bodyOf(req.body);
-        const write = guardedWrite<CounterDatabase>(res);
+        const resource = counterResource(counterOf(req.params.id));
+        const { value, worker, leaseRef } = bodyOf(req.body);
+        const write = guardedWrite<CounterDb>(res);
         const result = await write.run(async (trx) => {
-          await writeCounter(trx, schema, { counter, ...body, token: write.token, via: 'http' });
-          return { value: body.value };
+          const logged = { resource, token: write.token, leaseRef, process: worker, via: 'http' } as const;
+          await writeCounter(trx, logged, BigInt(value));
+          return { value };
         });
         res.json(result);
       },
     );
   } else {
     app.put('/counters/:id', async (req, res) => {
-      const counter = counterOf(req.params.id);
-      const body = bodyOf(req.body);
+      const resource = counterResource(counterOf(req.params.id));
+      const { value, worker, leaseRef } = bodyOf(req.body);
       // No fence: whatever arrives is written, however late.
-      await db
-        .transaction()
-        .execute((trx) => writeCounter(trx, schema, { counter, ...body, token: null, via: 'http' }));
-      res.json({ value: body.value });
+      const logged = { resource, token: null, leaseRef, process: worker, via: 'http' } as const;
+      await db.transaction().execute((trx) => writeCounter(trx, logged, BigInt(value)));
+      res.json({ value });
     });
   }
   app.use(fencedErrorHandler());

@@ -1,13 +1,13 @@
 import { Redis } from 'ioredis';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { GuardedStore, createDatabase } from '@fenced/guarded-store';
+import { COUNTER_TABLES_DDL, type CounterDb } from '@fenced/test-utils/counter-worker/counter-tables';
+import { CounterWorker } from '@fenced/test-utils/counter-worker/handle';
 import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { createTestSchema, findOrStartPostgres } from '@fenced/test-utils/postgres';
 import { RedisNode } from '@fenced/test-utils/redis-node';
 import type { CleanupStack } from './cleanup-stack.js';
-import { createCounterTables, type CounterDatabase } from './counter-table.js';
-import { WorkerHandle } from './worker-handle.js';
 
 /** Redis nodes the demo starts when FENCED_REDIS_URLS is not set. */
 export const NODE_COUNT = 5;
@@ -25,8 +25,8 @@ export interface DemoRedis {
 export interface DemoDatabase {
   readonly url: string;
   readonly schema: string;
-  readonly db: Kysely<CounterDatabase>;
-  readonly store: GuardedStore<CounterDatabase>;
+  readonly db: Kysely<CounterDb>;
+  readonly store: GuardedStore<CounterDb>;
   readonly description: string;
 }
 
@@ -41,7 +41,7 @@ export interface DemoEnvironment {
   /** The orchestrator's own connections to the nodes, to watch keys appear and expire. */
   readonly probes: readonly Redis[];
   readonly database: DemoDatabase;
-  readonly workers: { readonly A: WorkerHandle; readonly B: WorkerHandle };
+  readonly workers: { readonly A: CounterWorker; readonly B: CounterWorker };
 }
 
 /**
@@ -132,7 +132,7 @@ async function startDatabase(cleanup: CleanupStack): Promise<DemoDatabase> {
   cleanup.defer('postgres', () => server.stop());
   const schema = await createTestSchema(server, 'fenced_demo');
   cleanup.defer(`schema ${schema.schema}`, () => schema.drop());
-  const db = createDatabase<CounterDatabase>({
+  const db = createDatabase<CounterDb>({
     connectionString: server.url,
     searchPath: schema.schema,
     maxConnections: 4,
@@ -141,7 +141,7 @@ async function startDatabase(cleanup: CleanupStack): Promise<DemoDatabase> {
   cleanup.defer('database pool', () => db.destroy());
   const store = new GuardedStore(db, { schema: schema.schema });
   await store.migrate();
-  await createCounterTables(db, schema.schema);
+  await sql.raw(COUNTER_TABLES_DDL).execute(db);
   const where = server.owned
     ? server.cluster
       ? `a throw-away cluster on port ${server.cluster.port}`
@@ -158,8 +158,8 @@ async function startDatabase(cleanup: CleanupStack): Promise<DemoDatabase> {
   };
 }
 
-async function startWorkers(cleanup: CleanupStack): Promise<{ A: WorkerHandle; B: WorkerHandle }> {
-  const started = await Promise.allSettled([WorkerHandle.spawn('A'), WorkerHandle.spawn('B')]);
+async function startWorkers(cleanup: CleanupStack): Promise<{ A: CounterWorker; B: CounterWorker }> {
+  const started = await Promise.allSettled([CounterWorker.spawn('A'), CounterWorker.spawn('B')]);
   for (const r of started) {
     if (r.status === 'fulfilled') {
       const worker = r.value;
@@ -168,7 +168,7 @@ async function startWorkers(cleanup: CleanupStack): Promise<{ A: WorkerHandle; B
   }
   const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
-  const [a, b] = started as PromiseFulfilledResult<WorkerHandle>[];
+  const [a, b] = started as PromiseFulfilledResult<CounterWorker>[];
   return { A: a!.value, B: b!.value };
 }
 

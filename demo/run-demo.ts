@@ -2,17 +2,16 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sql } from 'kysely';
+import { nowMs, type WorkerSetup } from '@fenced/test-utils/counter-worker/protocol';
 import { analyseRun, type RunAnalysis } from './analysis.js';
 import { CleanupStack } from './cleanup-stack.js';
-import { counterResource, insertCounter, writeLog } from './counter-table.js';
+import { counterResource, finalCounter, insertCounter, writeLog } from './counter-table.js';
 import { DEMO_KEY_PREFIX, startDemoEnvironment, type DemoEnvironment } from './demo-environment.js';
 import { renderHtmlReport } from './html-report.js';
-import type { RunRecord } from './run-record.js';
 import { ScenarioContext, ScenarioError } from './scenario-context.js';
 import { selectScenarios, type Scenario } from './scenarios.js';
 import { TerminalReport, createPainter } from './terminal-report.js';
-import { MODES, nowMs, type Mode, type WorkerSetup } from './worker-protocol.js';
+import { MODES, type Mode, type RunRecord } from './run-record.js';
 
 /** Where `npm run demo` writes its HTML report (gitignored). */
 export const DEFAULT_REPORT_PATH = fileURLToPath(new URL('./out/report.html', import.meta.url));
@@ -146,13 +145,14 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
   const tag = randomBytes(3).toString('hex');
   const counter = `${scenario.id.toLowerCase()}-${mode === 'fenced' ? 'fenced' : 'plain'}-${tag}`;
   const { db, schema, url } = env.database;
-  await insertCounter(db, schema, counter);
+  const resource = counterResource(counter);
+  await insertCounter(db, resource);
   const record: RunRecord = {
     scenario: scenario.id,
     mode,
     ...(scenario.protection ? { protection: scenario.protection } : {}),
     counter,
-    resource: counterResource(counter),
+    resource,
     ttlMs: scenario.ttlMs,
     startedAt: nowMs(),
     endedAt: nowMs(),
@@ -165,8 +165,11 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
   // the fenced run signs leases (a fresh key pair per run) and verifies them.
   const signatures = scenario.protection === 'signatures';
   const signing = signatures && mode === 'fenced' ? demoSigningKey(tag) : undefined;
+  // Fenced: a coordinator lease, and every read and write in a guarded transaction (or behind the counter
+  // service's fencedWrites). Unprotected: plain Redlock and plain transactions, the lock is all there is.
+  const guarded = signatures || mode === 'fenced';
   const setup = (redisUrls: readonly string[]): WorkerSetup => ({
-    mode: signatures ? 'fenced' : mode,
+    lock: guarded ? 'fenced' : 'redlock',
     redisUrls,
     keyPrefix,
     databaseUrl: url,
@@ -175,7 +178,7 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
     ...(signing ? { signing } : {}),
   });
   const { A, B } = env.workers;
-  const ctx = new ScenarioContext(env, record, keyPrefix);
+  const ctx = new ScenarioContext(env, record, keyPrefix, guarded);
   let timer: NodeJS.Timeout | undefined;
   try {
     // One after the other: the first coordinator initializes the run's fresh key prefix on every node, and a
@@ -209,13 +212,8 @@ async function runOnce(env: DemoEnvironment, scenario: Scenario, mode: Mode): Pr
     ctx.cutOff?.end('A reaches every node again');
     await Promise.all([A.send({ cmd: 'teardown' }), B.send({ cmd: 'teardown' })]).catch(() => undefined);
   }
-  const { rows } = await sql<{ value: string; last_writer: string | null }>`
-    select value::text as value, last_writer from ${sql.id(schema, 'demo_counter')} where id = ${counter}`.execute(
-    db,
-  );
-  const row = rows[0];
-  record.final = { value: Number(row?.value ?? NaN), writer: row?.last_writer ?? null };
-  record.log = await writeLog(db, schema, counter);
+  record.final = await finalCounter(db, resource);
+  record.log = await writeLog(db, resource);
   return record;
 }
 

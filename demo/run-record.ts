@@ -1,5 +1,12 @@
+import type { WorkerOutcome } from '@fenced/test-utils/counter-worker/protocol';
 import type { LoggedWrite } from './counter-table.js';
-import type { Mode, WorkerOutcome } from './worker-protocol.js';
+
+export type { WorkerOutcome } from '@fenced/test-utils/counter-worker/protocol';
+
+/** How a run protects its data. */
+export type Mode = 'unprotected' | 'fenced';
+
+export const MODES: readonly Mode[] = ['unprotected', 'fenced'];
 
 export type WorkerName = 'A' | 'B';
 export const WORKER_NAMES: readonly WorkerName[] = ['A', 'B'];

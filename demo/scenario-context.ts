@@ -1,13 +1,12 @@
-import type { DemoEnvironment } from './demo-environment.js';
-import type { ActionKind, ActionRecord, Lane, OpRecord, RunRecord, WorkerName } from './run-record.js';
-import type { WorkerHandle } from './worker-handle.js';
+import type { CounterWorker } from '@fenced/test-utils/counter-worker/handle';
 import {
   nowMs,
   type LeaseInfo,
-  type Mode,
   type WorkerCommand,
   type WorkerOutcome,
-} from './worker-protocol.js';
+} from '@fenced/test-utils/counter-worker/protocol';
+import type { DemoEnvironment } from './demo-environment.js';
+import type { ActionKind, ActionRecord, Lane, Mode, OpRecord, RunRecord, WorkerName } from './run-record.js';
 
 /** A step the orchestration needs did not happen: the run proves nothing and is reported as broken. */
 export class ScenarioError extends Error {
@@ -23,7 +22,7 @@ export class Actor {
 
   constructor(
     readonly name: WorkerName,
-    private readonly worker: WorkerHandle,
+    private readonly worker: CounterWorker,
     private readonly ctx: ScenarioContext,
   ) {}
 
@@ -41,7 +40,7 @@ export class Actor {
 
   read(): Promise<WorkerOutcome> {
     return this.run(
-      { cmd: 'read', counter: this.ctx.counter },
+      { cmd: 'read', resource: this.ctx.resource, guarded: this.ctx.guarded },
       { op: 'read', leaseRef: this.lease?.leaseRef },
     );
   }
@@ -49,8 +48,15 @@ export class Actor {
   /** Writes `value` to the counter, straight to Postgres or through the counter service (`serviceUrl`). */
   write(value: number, through?: { serviceUrl: string }): Promise<WorkerOutcome> {
     const via = through ? 'http' : 'db';
+    const { resource, counter, guarded } = this.ctx;
     return this.run(
-      { cmd: 'write', counter: this.ctx.counter, value, via, serviceUrl: through?.serviceUrl },
+      {
+        cmd: 'write',
+        resource,
+        value,
+        guarded,
+        ...(through ? { httpUrl: `${through.serviceUrl}/counters/${counter}` } : {}),
+      },
       { op: 'write', value, via, leaseRef: this.lease?.leaseRef },
     );
   }
@@ -59,7 +65,7 @@ export class Actor {
   forgedWrite(value: number, token: bigint): Promise<WorkerOutcome> {
     const forgeToken = token.toString();
     return this.run(
-      { cmd: 'write', counter: this.ctx.counter, value, via: 'db', forgeToken },
+      { cmd: 'write', resource: this.ctx.resource, value, guarded: true, forgeToken },
       { op: 'write', value, via: 'db', leaseRef: this.lease?.leaseRef, forgedToken: forgeToken },
     );
   }
@@ -109,6 +115,8 @@ export class ScenarioContext {
     readonly record: RunRecord,
     /** The coordinator key prefix of this run (fenced mode). */
     readonly keyPrefix: string,
+    /** Whether the workers hold coordinator leases and read and write in guarded transactions. */
+    readonly guarded: boolean,
   ) {
     this.A = new Actor('A', env.workers.A, this);
     this.B = new Actor('B', env.workers.B, this);

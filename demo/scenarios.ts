@@ -124,8 +124,8 @@ const F3: Scenario = {
   requires: [],
   async run(ctx) {
     const { A, B } = ctx;
-    const { db, store, schema } = ctx.env.database;
-    const service = await startCounterService({ db, store, schema, mode: ctx.mode });
+    const { db, store } = ctx.env.database;
+    const service = await startCounterService({ db, store, mode: ctx.mode });
     const port = Number(new URL(service.url).port);
     const proxy = await FaultProxy.start({ target: { host: '127.0.0.1', port } });
     try {

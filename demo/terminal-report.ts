@@ -1,7 +1,7 @@
 import { dataLost, demoHeadline, type RunAnalysis, type Tone } from './analysis.js';
 import type { Lane, RunRecord } from './run-record.js';
 import type { Scenario } from './scenarios.js';
-import type { Mode } from './worker-protocol.js';
+import type { Mode } from './run-record.js';
 
 /** ANSI styling that turns itself off (not a TTY, NO_COLOR). */
 export interface Painter {

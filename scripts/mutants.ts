@@ -3,6 +3,8 @@
 //   npm run mutants                     baseline, then every mutant; writes docs/mutation-testing.md
 //   npm run mutants -- --only 08        baseline of 08's tests, then mutant 08 alone (the docs are not written)
 //   npm run mutants -- --list           the table, where each mutant's code and tests are now; nothing run
+//   npm run mutants -- --simulation     every mutant against the simulation's tests alone (not the table's killing
+//                                       tests); writes docs/mutation-simulation.md (with --only 09,22: those rows).
 //
 // A mutant is a list of search-and-replace edits of the exact code it breaks, found wherever that code lives now
 // in its package's src/ and lua/ (scripts/mutant-edits.ts), so moving files never breaks the table. Before
@@ -23,6 +25,7 @@ import { parseArgs } from 'node:util';
 import {
   applyEdits,
   type Edit,
+  filesUnder,
   locateEdits,
   type LocatedEdit,
   locateTest,
@@ -35,6 +38,9 @@ import {
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TABLE = path.join(ROOT, 'test/mutants/mutants.json');
 const DOCS = path.join(ROOT, 'docs/mutation-testing.md');
+const SIMULATION_DOCS = path.join(ROOT, 'docs/mutation-simulation.md');
+/** What makes a test file one of the simulation's: it drives the protocol through test/support/protocol-sim/. */
+const SIMULATION_IMPORT = /from '[./]*\/support\/protocol-sim\//;
 const OUT = path.join(ROOT, '.tmp/mutants');
 /** A killing run that takes longer than this is stopped (and counted as a timeout: killed, flagged). */
 const RUN_TIMEOUT_MS = 10 * 60_000;
@@ -120,6 +126,7 @@ const { values } = parseArgs({
   options: {
     only: { type: 'string' },
     list: { type: 'boolean', default: false },
+    simulation: { type: 'boolean', default: false },
   },
 });
 
@@ -286,7 +293,20 @@ function verdictOf(runs: readonly TestRun[]): MutantVerdict {
   return 'survived';
 }
 
-async function runMutant(mutant: Mutant): Promise<MutantResult> {
+/**
+ * The simulation's test files (those that import test/support/protocol-sim/), fastest first by their size: in
+ * `--simulation` mode they stand in for every mutant's killing tests, and a mutant's runs stop at the first kill.
+ */
+function simulationTests(): KillingTest[] {
+  return filesUnder(ROOT, 'test')
+    .filter((file) => file.endsWith('.test.ts'))
+    .map((file) => ({ file, text: readFileSync(path.join(ROOT, file), 'utf8') }))
+    .filter(({ text }) => SIMULATION_IMPORT.test(text))
+    .sort((a, b) => a.text.length - b.text.length || a.file.localeCompare(b.file))
+    .map(({ file }) => ({ test: file }));
+}
+
+async function runMutant(mutant: Mutant, stopAtFirstKill = false): Promise<MutantResult> {
   const started = performance.now();
   const files = [...new Set(mutant.located.map((e) => e.file))];
   const originals = new Map(files.map((file) => [file, readFileSync(path.join(ROOT, file), 'utf8')]));
@@ -300,6 +320,7 @@ async function runMutant(mutant: Mutant): Promise<MutantResult> {
       runs.push(run);
       console.log(`  ${run.verdict.padEnd(9)} ${label(entry)} (${seconds(run.ms)})`);
       for (const name of run.failed.slice(0, 3)) console.log(`            ✗ ${name}`);
+      if (stopAtFirstKill && run.verdict === 'killed') break;
     }
   } finally {
     restore(originals);
@@ -445,6 +466,57 @@ function writeDocs(results: readonly MutantResult[], baselineMs: number, totalMs
   spawnSync(path.join(ROOT, 'node_modules/.bin/prettier'), ['--write', DOCS], { cwd: ROOT, stdio: 'ignore' });
 }
 
+function writeSimulationDocs(
+  results: readonly MutantResult[],
+  tests: readonly KillingTest[],
+  baselineMs: number,
+  totalMs: number,
+): void {
+  const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const killed = results.filter((r) => r.verdict === 'killed').length;
+  const firstKill = (r: MutantResult): string => {
+    const run = r.runs.find((x) => x.verdict !== 'survived' && x.verdict !== 'not-run');
+    if (run === undefined) return 'none';
+    const names = run.failed.slice(0, 2).map((n) => cell(n));
+    return `\`${path.posix.basename(run.entry.test)}\`${names.length > 0 ? `: ${names.join('; ')}` : ` (${run.verdict})`}`;
+  };
+  const lines = [
+    '# Mutation testing: what the simulation alone kills',
+    '',
+    'The mutation table ([mutation-testing.md](mutation-testing.md)) names, for each mutant, the tests written to kill',
+    'it. This page asks a harder question (DESIGN §8): which mutants does the **simulation alone** kill — the test',
+    'files that drive the protocol through `test/support/protocol-sim/` (real Lua scripts on simulated nodes, the',
+    'nemesis, the searches), with no real-node test and no test written for that mutant.',
+    '',
+    '```',
+    'npm run mutants -- --simulation              # every mutant; rewrites this page',
+    'npm run mutants -- --simulation --only 09,22 # those rows only; rewrites this page with them',
+    '```',
+    '',
+    "Each mutant runs the simulation's files in the order below and stops at the first that fails on it; the",
+    'baseline runs them all on the unmutated tree first.',
+    '',
+    ...tests.map((k) => `- \`${k.test}\``),
+    '',
+    '## Last run',
+    '',
+    `${date}, \`npm run mutants -- --simulation${values.only === undefined ? '' : ` --only ${values.only}`}\` on ${os.cpus().length} cores (${os.platform()}, Node ${process.version}):`,
+    `**${killed} of ${results.length} killed by the simulation alone**; baseline ${seconds(baselineMs)}, total ${seconds(totalMs)}.`,
+    '',
+    '| # | File | Result | Time | First failing file: tests |',
+    '|---|---|---|---|---|',
+    ...results.map(
+      (r) => `| ${r.mutant.id} | \`${r.mutant.file}\` | ${r.verdict} | ${seconds(r.ms)} | ${firstKill(r)} |`,
+    ),
+    '',
+  ];
+  writeFileSync(SIMULATION_DOCS, lines.join('\n'));
+  spawnSync(path.join(ROOT, 'node_modules/.bin/prettier'), ['--write', SIMULATION_DOCS], {
+    cwd: ROOT,
+    stdio: 'ignore',
+  });
+}
+
 async function main(): Promise<number> {
   const written = loadTable();
   if (values.list) {
@@ -455,11 +527,22 @@ async function main(): Promise<number> {
     }
     return 0;
   }
-  const picked = values.only === undefined ? written : written.filter((m) => m.id === values.only);
-  if (picked.length === 0)
-    throw new Error(`no mutant ${values.only}; ids: ${written.map((m) => m.id).join(', ')}`);
+  const ids = values.only?.split(',').map((id) => id.trim());
+  const picked = ids === undefined ? written : written.filter((m) => ids.includes(m.id));
+  const unknown = ids?.filter((id) => !written.some((m) => m.id === id)) ?? [];
+  if (picked.length === 0 || unknown.length > 0)
+    throw new Error(
+      `no mutant ${unknown.join(', ') || values.only}; ids: ${written.map((m) => m.id).join(', ')}`,
+    );
   assertClean('before the run');
-  const chosen = locate(picked);
+  const located = locate(picked);
+  const simulation = values.simulation ? simulationTests() : undefined;
+  if (simulation?.length === 0) throw new Error('no test file imports test/support/protocol-sim/');
+  const chosen =
+    simulation === undefined ? located : located.map((m): Mutant => ({ ...m, killedBy: simulation }));
+  if (simulation !== undefined) {
+    console.log(`the simulation's tests, in this order:\n  ${simulation.map((k) => k.test).join('\n  ')}`);
+  }
   const started = performance.now();
 
   console.log('baseline: the killing tests on the unmutated tree');
@@ -485,7 +568,7 @@ async function main(): Promise<number> {
   const results: MutantResult[] = [];
   for (const mutant of chosen) {
     console.log(`mutant ${mutant.id} (${mutant.file}): ${mutant.bug}`);
-    const result = await runMutant(mutant);
+    const result = await runMutant(mutant, simulation !== undefined);
     results.push(result);
     console.log(`  => ${result.verdict} (${seconds(result.ms)})`);
   }
@@ -501,7 +584,10 @@ async function main(): Promise<number> {
   }
   const bad = results.filter((r) => r.verdict !== 'killed');
   console.log(`\n${results.length - bad.length} of ${results.length} killed in ${seconds(totalMs)}`);
-  if (values.only === undefined) {
+  if (simulation !== undefined) {
+    writeSimulationDocs(results, simulation, baselineMs, totalMs);
+    console.log(`wrote ${path.relative(ROOT, SIMULATION_DOCS)}`);
+  } else if (values.only === undefined) {
     writeDocs(results, baselineMs, totalMs);
     console.log(`wrote ${path.relative(ROOT, DOCS)}`);
   }

@@ -13,8 +13,10 @@
  *                                               leave out processes started with these settings (to look past a
  *                                               violation already found)
  *
- * Prints each round's seed, the schedules run, grants checked, violations (seed, schedules needed, shrunk case) and,
- * at the end, per script and fold step how many schedules a cut struck right after it. Exits 1 on a violation.
+ * Prints each round's seed, the schedules run, grants and guarded transactions checked (G2; G3, G4, G5 over the
+ * modelled guard), violations (seed, schedules needed, shrunk case) and, at the end, per step how many schedules ran
+ * it and cut right after it, the (step, fault) cuts no schedule took, and the scripts no schedule ran
+ * (protocol-sim/coverage.ts). Exits 1 on a violation.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -24,6 +26,7 @@ import {
   type NemesisVariant,
 } from '../test/support/protocol-sim/nemesis.js';
 import { F27_CHAIN, guidedSearch } from '../test/support/protocol-sim/guided.js';
+import { formatCoverage } from '../test/support/protocol-sim/coverage.js';
 import { searchNemesis } from '../test/support/protocol-sim/search.js';
 
 const { values } = parseArgs({
@@ -44,7 +47,9 @@ if (values.replay !== undefined) {
   const c = JSON.parse(values.replay) as NemesisCase;
   const result = await runNemesis(c, { variant, log: true });
   for (const line of result.log) console.log(line);
-  console.log(`\n${result.grants.length} grants; violation: ${result.violation ?? 'none'}`);
+  console.log(
+    `\n${result.grants.length} grants, ${result.commits} guarded transactions; violation: ${result.violation ?? 'none'}`,
+  );
   process.exit(result.violation === null ? 0 : 1);
 }
 
@@ -117,9 +122,11 @@ for (const found of report.found) {
   );
 }
 console.log(
-  `\n${report.schedules} schedules, ${report.grants} grants checked (G2 over every pair), ` +
-    `${report.found.length} violations, ${Math.round(report.elapsedMs / 1000)} s`,
+  `\n${report.schedules} schedules, ${report.grants} grants checked (G2 over every pair), ${report.commits} ` +
+    `guarded transactions (G3, G4, G5), ${report.found.length} violations, ${Math.round(report.elapsedMs / 1000)} s`,
 );
-console.log('schedules with a cut right after each step:');
-for (const [key, count] of report.coverage) console.log(`  ${key.padEnd(22)} ${count}`);
+console.log(
+  `extends that reported a token below their grant's (not a violation): ${report.lowerExtendTokens}`,
+);
+for (const line of formatCoverage(report.detail, report.schedules)) console.log(line);
 process.exit(report.found.length === 0 ? 0 : 1);

@@ -226,7 +226,7 @@ async function inFlightAcrossRestart(c: InFlightCase): Promise<{ verdict: Verdic
   await warm.release();
   if (c.later === 'registers-ahead') {
     await seedRegistersAhead(raw, resource, prefix);
-    // One completed grant on the resource: A now knows the registers, so its next guess is promised in one round.
+    // One completed grant on the resource: A now knows the registers, so its next proposal is promised in one round.
     const first = await recordedAcquire(history, 'A', a, resource, { ttlMs: MAX_TTL_MS });
     if (!first) throw new Error('A’s first grant failed');
     await recordedRelease(history, 'A', first);

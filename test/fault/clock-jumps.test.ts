@@ -141,10 +141,10 @@ describe('clocks jumping backward (F5)', () => {
   });
 
   /**
-   * A client process whose wall clock jumped back an hour (its own clock shim): its token guess — derived from
+   * A client process whose wall clock jumped back an hour (its own clock shim): its first proposal — derived from
    * the time — is an hour low. B grants and writes first; then A, then B again. With the quorum registers A's
-   * guess is refused and it proposes above what the nodes promised. The negative control takes A's
-   * time-derived guess as its token, as a clock-based token scheme would.
+   * proposal is refused and it proposes above what the nodes promised. The negative control takes A's
+   * time-derived proposal as its token, as a clock-based token scheme would.
    */
   async function clientClockBackward(protection: 'protected' | 'clock-tokens'): Promise<Verdict> {
     const resource = unique('f5-client');

@@ -40,7 +40,7 @@ afterAll(async () => {
   await Promise.allSettled(members.map((m) => m.stop()));
 });
 
-/** A seed far above any time-derived first guess, so that only the registers can keep tokens ordered. */
+/** A seed far above any time-derived first proposal, so that only the registers can keep tokens ordered. */
 const AHEAD = BigInt(Date.now() + 35 * 365 * 24 * 3_600_000) << 20n;
 
 interface Outcome {

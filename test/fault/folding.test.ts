@@ -3,7 +3,7 @@
 // Three clients lock a few resources at random, with pauses long enough for them to go idle; a folding loop
 // folds every register without a live lease on every node as fast as it can (fold.lua with no idle minimum: the
 // most hostile timing folding can have, far more often than the coordinator's own passes); one node restarts
-// empty midway and is repaired while the folding goes on. Registers start far above the time-derived first guess,
+// empty midway and is repaired while the folding goes on. Registers start far above the time-derived first proposal,
 // so only the registers and the floor keep tokens ordered. The token checker (G2) judges the history.
 //
 // Negative control: the same run with a fold that deletes registers *without* raising the floor — tokens must go

@@ -1,5 +1,5 @@
 -- fresh-init-shard.lua: one step of a fresh initialization (fresh-init.lua) on many slots one master of a Redis
--- Cluster member serves, in one call (up to 1 024 slots: nodes/cluster-connection.ts, SHARD_SCRIPT_SLOTS, since a
+-- Cluster member serves, in one call (up to 1 024 slots: nodes/cluster/slot-layout.ts, SHARD_SCRIPT_SLOTS, since a
 -- script holds the master while it runs): a brand-new member's initialization is a few calls per shard instead of
 -- three per slot (3 × 16 384). Each slot's step is exactly fresh-init.lua's, on that slot's own keys, so the argument of
 -- nodes/fresh-cluster.ts holds for each (member, slot) pair as before; the whole call is atomic, which is more than

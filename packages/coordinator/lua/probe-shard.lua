@@ -1,6 +1,6 @@
 -- probe-shard.lua: what a probe of a Redis Cluster member reads of the slots one master serves, in one call: whether
 -- the slot holds its incarnation key (it votes) and its seal epoch (DESIGN §3c). Read-only. One call per 1 024
--- slots of a master (nodes/cluster-connection.ts, SHARD_SCRIPT_SLOTS: a script holds the master while it runs)
+-- slots of a master (nodes/cluster/slot-layout.ts, SHARD_SCRIPT_SLOTS: a script holds the master while it runs)
 -- instead of two GETs per slot (2 × 16 384 per member at every start-up and re-check).
 --
 -- The keys are in many slots, so they cannot be declared: the call carries each slot's tag and the text around it

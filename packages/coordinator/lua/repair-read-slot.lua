@@ -1,6 +1,6 @@
 -- repair-read-slot.lua: reads one *slot* of a Redis Cluster member as a repair source (DESIGN §3c, the sealed repair
 -- per slot), verifies in the same atomic call that this slot may be read, and seals it. The argument is that of
--- repair-read.lua and nodes/repair.ts with "node" read as "(member, slot)"; nodes/slot-repair.ts holds it.
+-- repair-read.lua and nodes/repair.ts with "node" read as "(member, slot)"; nodes/cluster/slot-repair.ts holds it.
 --
 -- The whole slot is read in this one call: CLUSTER GETKEYSINSLOT lists its keys (all of them: the count is the
 -- slot's own key count), so no SCAN cursor spans calls and nothing is written to the slot between the seal and the

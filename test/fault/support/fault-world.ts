@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
@@ -14,27 +13,16 @@ import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-clust
 import { RedisNode, type RedisNodeOptions } from '@fenced/test-utils/redis-node';
 import type { CommitRecord, History } from '@fenced/test-utils/history';
 import { DEFAULT_KEY_PREFIX, keysOf } from '../../fixtures/keys.js';
-import { kyselyCounterStore, type CounterStore, type GuardPath } from './counter-ops.js';
+import {
+  kyselyCounterStore,
+  type CounterStore,
+  type GuardPath,
+} from '@fenced/test-utils/counter-worker/counter-store';
+import { COUNTER_TABLES_DDL, type CounterDb } from '@fenced/test-utils/counter-worker/counter-tables';
 import { openCounterStore, prismaClientFile, removePrismaClientFile } from './guard-paths.js';
 
-/**
- * The data every fault scenario writes: one counter row per resource, incremented by read-modify-write, and a
- * commit log appended in the same transaction, after the counter's UPDATE. The UPDATE takes the counter row's
- * lock first, so the log rows of one resource are inserted in the order their transactions commit — guarded
- * or not — and `seq` is the database's own commit order for the checkers.
- */
-export interface CounterDb {
-  counter: { resource: string; value: bigint };
-  commit_log: {
-    seq: bigint;
-    resource: string;
-    token: bigint;
-    lease_ref: string | null;
-    process: string | null;
-    op_id: string | null;
-    value: bigint;
-  };
-}
+/** The data every fault scenario writes: the counter worker's tables (see there). */
+export type { CounterDb } from '@fenced/test-utils/counter-worker/counter-tables';
 
 export interface FaultWorldOptions {
   /** Redis nodes. @defaultValue 5 */
@@ -118,18 +106,7 @@ export class FaultWorld {
         options: `-c search_path=${schema.schema}`,
       });
       admin.on('error', () => undefined); // F13 kills the server under idle connections
-      await admin.query(`
-        create table counter (resource text primary key, value bigint not null);
-        create table commit_log (
-          seq       bigserial primary key,
-          resource  text   not null,
-          token     bigint not null,
-          lease_ref text,
-          process   text,
-          op_id     text,
-          value     bigint not null
-        );
-        create index commit_log_resource on commit_log (resource, seq);`);
+      await admin.query(COUNTER_TABLES_DDL);
       const world = new FaultWorld(redis, postgres, schema, db, store, admin, storeOptions);
       if (options.initialize ?? true) {
         // A brand-new cluster is initialized once every node is reachable and empty (DESIGN §3); after this,
@@ -362,10 +339,7 @@ async function startEachNode(
 
 export { unique } from '@fenced/test-utils/unique';
 
-/** Names a grant in histories and the commit log without writing down the lease id (a capability). */
-export function leaseRef(leaseId: string): string {
-  return createHash('sha256').update(leaseId).digest('hex').slice(0, 12);
-}
+export { leaseRef } from '@fenced/test-utils/counter-worker/protocol';
 
 /** The token register key of a resource under the default prefix. */
 export function tokenKey(resource: string, prefix = DEFAULT_KEY_PREFIX): string {

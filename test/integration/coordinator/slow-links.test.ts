@@ -53,7 +53,7 @@ describe('a slow second promise round (mutants 01, 03, 04)', () => {
   it('refuses the lease when the round that completes the token ends after the ttl, and releases it', async () => {
     const c = await coordinator();
     const resource = unique('slow-second-round');
-    // Nodes 1 and 2 hold a register ahead of any first guess: the first round gets one promise (node 0's), so
+    // Nodes 1 and 2 hold a register ahead of any first proposal: the first round gets one promise (node 0's), so
     // the token needs a second round, and both rounds need an answer from node 1 or 2.
     const ahead = (BigInt(Date.now()) << 20n) + (1n << 40n);
     await raw[1]!.set(tokenKey(resource), ahead.toString());

@@ -4,8 +4,7 @@ import { SCENARIOS } from '../../../demo/scenarios.js';
 import { TerminalReport, createPainter, runMark } from '../../../demo/terminal-report.js';
 import { renderHtmlReport } from '../../../demo/html-report.js';
 import type { LoggedWrite } from '../../../demo/counter-table.js';
-import type { OpRecord, RunRecord, WorkerName } from '../../../demo/run-record.js';
-import type { Mode, WorkerOutcome } from '../../../demo/worker-protocol.js';
+import type { Mode, OpRecord, RunRecord, WorkerName, WorkerOutcome } from '../../../demo/run-record.js';
 
 // The demo's verdicts on hand-made histories of the F1 story (A reads 0, pauses; B increments; A writes 1),
 // so that each verdict is seen to fail when it must: the negative controls of the demo's own judgement.

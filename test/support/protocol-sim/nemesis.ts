@@ -20,7 +20,8 @@
  * Message delays, losses and duplicates are chosen from the case's `seed` (explore.ts's randomChooser), as are the
  * clients' pauses between attempts. A case is data (fast-check generates and shrinks it): a failure prints the case,
  * and `runNemesis(case)` replays it exactly. After the run, the history checker (history.ts) checks G2 over every
- * pair of completed grants.
+ * pair of completed grants, and checkers.ts G3, G4 and G5 over the modelled guard's history (guard-model.ts): every
+ * client, after a grant, fences in and writes through the guard, extends and inspects (sim-holder.ts).
  */
 import fc from 'fast-check';
 import { QuorumUnavailableError } from '@fenced/shared';
@@ -29,7 +30,6 @@ import { settingsRecord } from '../../../packages/coordinator/src/nodes/cluster-
 import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import { repairNode, type RepairContext } from '../../../packages/coordinator/src/nodes/repair.js';
 import { resolveOptions } from '../../../packages/coordinator/src/options.js';
-import { attemptAcquire } from '../../../packages/coordinator/src/protocol/acquire-attempt.js';
 import { Releaser } from '../../../packages/coordinator/src/protocol/release.js';
 import { resourceKeys, type KeyLayout } from '../../../packages/coordinator/src/keys/key-layout.js';
 import { quorumOf } from '../../../packages/coordinator/src/quorum/quorum.js';
@@ -37,9 +37,12 @@ import type { ScriptName } from '../../../packages/coordinator/src/scripts/scrip
 import { TokenProposer } from '../../../packages/coordinator/src/tokens/proposal.js';
 import { coordinatorScript } from '../lua-redis/lua-redis.js';
 import { randomChooser } from './explore.js';
+import { checkHistory, lowerExtendTokens } from './checkers.js';
+import { GUARD_VARIANTS, GuardModel, type GuardVariant } from './guard-model.js';
 import { g2Violations, type GrantRecord } from './history.js';
 import { mutatedScript } from './mutants.js';
 import { HOUR_MS, SIM_REPAIR_TIMING } from './scenario.js';
+import { acquireRetried, holdLease, newHolderHistory, watchReleases } from './sim-holder.js';
 import { SimRedisNode } from './sim-redis-node.js';
 import { SimNode, SimWorld, type ProcessClock, type ProcessGate } from './sim-world.js';
 
@@ -57,14 +60,17 @@ const MAX_TTL_MS = 1_000;
 export const NEMESIS_STEPS = 1_500;
 
 /**
- * The steps the coverage counts report: every script the simulated processes run, and the fold pass. (extend.lua and
- * inspect.lua are not among them: no simulated process extends or inspects a lease.)
+ * The steps the coverage counts report: every script the simulated processes run, the fold pass, a completed grant
+ * and a guarded write applied at the modelled guard.
  */
 export const COVERAGE_KEYS = [
   'start',
   'acquire',
   'promise',
   'release',
+  'extend',
+  'inspect',
+  'guard-write',
   'repair-marker claim',
   'repair-marker renew',
   'repair-read (seal)',
@@ -122,12 +128,26 @@ export type NemesisVariant =
   /** acquire.lua and promise.lua ignore the seal epoch. */
   | 'seal-off'
   /** The settings check off (as before the F28 fix): a caller's node count and key layout are not compared. */
-  | 'settings-check-off';
+  | 'settings-check-off'
+  /** release.lua deletes the lease key whoever holds it (no compare before the delete: F11). */
+  | 'release-ownership-off'
+  /** extend.lua prolongs the lease key whoever holds it (no compare before the PEXPIRE: F11). */
+  | 'extend-ownership-off'
+  /** The modelled guard with one protection off (guard-model.ts). */
+  | GuardVariant;
 
 export interface NemesisResult {
   readonly grants: readonly GrantRecord[];
-  /** The first G2 violation of the history, if any. */
+  /** The first violation of the history, if any: G2, then G3, G4, G5, then the lease retries' checks. */
   readonly violation: string | null;
+  /** Every violation, by checker (history.ts's G2; checkers.ts's G3, G4, G5 and lease retries). */
+  readonly checks: Readonly<Record<'g2' | 'g3' | 'g4' | 'g5' | 'leases', readonly string[]>>;
+  /** Guarded transactions committed at the modelled guard. */
+  readonly commits: number;
+  /** Extends that reported a token below their grant's (checkers.ts `lowerExtendTokens`; not a violation). */
+  readonly lowerExtendTokens: number;
+  /** Every step that ran at least once (a script by name, as in COVERAGE_KEYS). */
+  readonly stepsRun: ReadonlySet<string>;
   readonly steps: number;
   /** Cuts that struck (a cut past the end of the run does not). */
   readonly cutsFired: number;
@@ -208,6 +228,20 @@ function mutants(variant: NemesisVariant): Map<ScriptName, string> {
     replace(['acquire'], '  if caller_epoch ~= epoch then\n    return {13, epoch}\n  end\n', '');
     replace(['promise'], 'if ARGV[3] ~= epoch then\n  return {13, epoch}\nend\n', '');
   }
+  if (variant === 'release-ownership-off') {
+    replace(
+      ['release'],
+      "  if lease_holder(value) ~= lease_id then\n    return {2}\n  end\n  redis.call('DEL', lease_key)",
+      "  redis.call('DEL', lease_key)",
+    );
+  }
+  if (variant === 'extend-ownership-off') {
+    replace(
+      ['extend'],
+      "if value == false or lease_holder(value) ~= ARGV[1] then\n  return {2}\nend\nredis.call('PEXPIRE', KEYS[3], ARGV[2])",
+      "if value == false then\n  return {2}\nend\nredis.call('PEXPIRE', KEYS[3], ARGV[2])",
+    );
+  }
   if (variant === 'settings-check-off') {
     replace(
       all,
@@ -215,8 +249,13 @@ function mutants(variant: NemesisVariant): Map<ScriptName, string> {
       'local function settings_mismatch(recorded, node_count, key_layout)\n  do return nil end\n',
     );
   }
-  if (variant !== 'real' && out.size === 0) throw new Error(`variant ${variant}: no script changed`);
+  if (variant !== 'real' && !isGuardVariant(variant) && out.size === 0)
+    throw new Error(`variant ${variant}: no script changed`);
   return out;
+}
+
+function isGuardVariant(variant: NemesisVariant): variant is GuardVariant {
+  return (GUARD_VARIANTS as readonly string[]).includes(variant);
 }
 
 /** What a cut struck after: the script of the last message applied (`repair-read (seal)` is the sealing batch). */
@@ -270,6 +309,9 @@ export async function runNemesis(
   }
 
   const grants: GrantRecord[] = [];
+  const guard = new GuardModel(isGuardVariant(variant) ? variant : null);
+  const held = newHolderHistory();
+  const watched = models.map((model) => watchReleases(model, world, held));
   const processes: Process[] = [];
   const cutAfter = new Set<string>();
   let lastStep = 'start';
@@ -288,7 +330,7 @@ export async function runNemesis(
     const layout: KeyLayout = settings === 'other-layout' ? 'redlock' : 'fenced';
     const nodeCount = settings === 'other-node-count' ? (n === 3 ? 5 : 3) : n;
     const context: ProtocolContext = {
-      nodes: models.map((model) => new SimNode(world, model, name, clock.timerScale, nodeCount, gate)),
+      nodes: watched.map((model) => new SimNode(world, model, name, clock.timerScale, nodeCount, gate)),
       quorum,
       settings: settingsOf({
         maxTtlMs: settings === 'long-ttl' ? 60_000 : MAX_TTL_MS,
@@ -303,6 +345,17 @@ export async function runNemesis(
     const proposer = new TokenProposer(() => EPOCH_MS + world.time + skewMs + gate.offsetMs);
     const releaser = new Releaser(context);
     const own = seededRandom(c.seed ^ (processes.length * 0x9e37));
+    const holder = {
+      name,
+      world,
+      gate,
+      protocol: context,
+      releaser,
+      guard,
+      history: held,
+      random: seededRandom(c.seed ^ (processes.length * 0x9e37) ^ 0x601d),
+      onStep: (step: string) => stepDone(step),
+    };
     processes.push({ name, gate, kind: 'client', restart: () => startClient(settings, skewMs) });
     const loop = async (): Promise<void> => {
       for (;;) {
@@ -313,11 +366,12 @@ export async function runNemesis(
         const startMs = world.time;
         const leaseId = newId();
         world.note(`${name} attempt ${leaseId}`);
-        const result = await attemptAcquire(
+        const result = await acquireRetried(
           context,
-          { proposer, releaser, jitter: () => 0 },
+          { proposer, releaser },
           { resource, keys, leaseId, ttlMs },
-        ).catch(() => null);
+          holder.random() < 0.5,
+        );
         if (result?.kind !== 'granted') continue;
         world.note(`${name} granted ${result.grant.token}`);
         grants.push({
@@ -331,7 +385,15 @@ export async function runNemesis(
         });
         noteGrant(resource, result.grant.token);
         stepDone('grant');
-        await context.clock.sleep(1 + Math.floor(own() * ttlMs));
+        const grant = {
+          resource,
+          process: name,
+          token: result.grant.token,
+          leaseId,
+          startSeq,
+          endSeq: grants.at(-1)!.endSeq,
+        };
+        await holdLease(holder, grant, keys, result.grant, 1 + Math.floor(own() * ttlMs));
         await releaser.undoAttempt(keys, leaseId).catch(() => undefined);
       }
     };
@@ -555,11 +617,18 @@ export async function runNemesis(
     p.closing?.abort(new Error('run over'));
   }
   lookForShadows();
-  const violations = g2Violations(grants);
+  const checks = {
+    g2: g2Violations(grants).map((v) => v.text),
+    ...checkHistory({ commits: guard.commits, ...held }),
+  };
   const progress = F27_CHAIN.reduce((max, piece, i) => (features.has(piece) ? i + 1 : max), 0);
   return {
     grants,
-    violation: violations[0]?.text ?? null,
+    violation: Object.values(checks).flat()[0] ?? null,
+    checks,
+    commits: guard.commits.length,
+    lowerExtendTokens: lowerExtendTokens(held.extensions),
+    stepsRun: new Set(runsOf.keys()),
     steps: world.steps,
     cutsFired: fired,
     cutAfter,
@@ -570,7 +639,7 @@ export async function runNemesis(
   };
 }
 
-const FAULT_KINDS: readonly Fault['kind'][] = [
+export const FAULT_KINDS: readonly Fault['kind'][] = [
   'amnesia',
   'repair',
   'stop-repair',

@@ -6,8 +6,9 @@
  * cut struck right after it.
  */
 import fc from 'fast-check';
+import { addRun, newCoverage, type Coverage } from './coverage.js';
+import { shrink } from './guided.js';
 import {
-  COVERAGE_KEYS,
   nemesisCaseArbitrary,
   runNemesis,
   type ClientSettings,
@@ -31,6 +32,12 @@ export interface SearchReport {
   readonly found: readonly Found[];
   /** Per step name (COVERAGE_KEYS), the number of schedules in which a cut struck right after it. */
   readonly coverage: ReadonlyMap<string, number>;
+  /** The same and more: steps run, (step, fault) pairs taken (coverage.ts). */
+  readonly detail: Coverage;
+  /** Guarded transactions committed at the modelled guard, over all schedules. */
+  readonly commits: number;
+  /** Extends that reported a token below their grant's (checkers.ts; counted, not a violation). */
+  readonly lowerExtendTokens: number;
   readonly elapsedMs: number;
 }
 
@@ -60,7 +67,10 @@ export async function searchNemesis(options: {
           ),
         }));
   const started = performance.now();
-  const coverage = new Map<string, number>(COVERAGE_KEYS.map((key) => [key, 0]));
+  const detail = newCoverage();
+  const coverage = detail.cutAfter;
+  let commits = 0;
+  let lowerExtends = 0;
   const found: Found[] = [];
   let schedules = 0;
   let grants = 0;
@@ -69,6 +79,9 @@ export async function searchNemesis(options: {
     grants,
     found,
     coverage,
+    detail,
+    commits,
+    lowerExtendTokens: lowerExtends,
     elapsedMs: performance.now() - started,
   });
   for (let round = 0; ; round++) {
@@ -83,7 +96,9 @@ export async function searchNemesis(options: {
         if (!shrinking) {
           schedules++;
           grants += result.grants.length;
-          for (const key of result.cutAfter) coverage.set(key, (coverage.get(key) ?? 0) + 1);
+          commits += result.commits;
+          lowerExtends += result.lowerExtendTokens;
+          addRun(detail, result);
         }
         if (result.violation !== null && !shrinking) {
           shrinking = true;
@@ -108,4 +123,24 @@ export async function searchNemesis(options: {
     if (found.length > 0 && options.stopAtFirst !== false) break;
   }
   return report();
+}
+
+/**
+ * A negative control's search: the cases the nemesis search draws from `seed` (fast-check's), run in order against
+ * `variant` until one violates a check, then shrunk greedily (guided.ts `shrink`, at most `shrinkRuns` runs).
+ * `schedule` is the 1-based index of the first failing case.
+ */
+export async function findViolation(
+  variant: NemesisVariant,
+  seed: number,
+  maxSchedules: number,
+  shrinkRuns = 40,
+): Promise<{ schedule: number; original: NemesisCase; shrunk: NemesisCase; violation: string } | null> {
+  const cases = fc.sample(nemesisCaseArbitrary, { seed, numRuns: maxSchedules });
+  for (const [i, c] of cases.entries()) {
+    if ((await runNemesis(c, { variant })).violation === null) continue;
+    const shrunk = await shrink(c, variant, shrinkRuns);
+    return { schedule: i + 1, original: c, shrunk: shrunk.c, violation: shrunk.violation };
+  }
+  return null;
 }

@@ -45,7 +45,7 @@ local function promise_key(stamped, token_key, floor_key)
   return token_key
 end
 
--- An incarnation id as it is written: one ending in '@' (a Cluster slot's, nodes/cluster-connection.ts) is completed
+-- An incarnation id as it is written: one ending in '@' (a Cluster slot's, nodes/cluster/cluster-member.ts) is completed
 -- with this shard's id, read here and never sent by the caller, whose view of the slots may be stale.
 local function stamped_incarnation(id)
   if string.sub(id, -1) == '@' then

@@ -26,7 +26,7 @@
  * node CPU (a paced pass took about 40 % more than one back to back, measured on a 2-core machine).
  *
  * Tests that fail when this breaks: test/unit/coordinator/protocol/protocol-simulation.test.ts (folding among promises
- * and repairs), test/integration/coordinator/nodes/folding.test.ts, test/fault/folding.test.ts (F21), and the mutation
+ * and repairs), test/integration/coordinator/nodes/fold.test.ts, test/fault/folding.test.ts (F21), and the mutation
  * table's "fold without raising the floor" and "absent register reads zero" rows.
  */
 import type { FoldReply } from '../scripts/script-results.js';

@@ -230,8 +230,10 @@ export class NodeConnection implements ProtocolNode {
     this.stateKeys = nodeStateKeys(prefix);
     this.scopes = new NodeScopes(prefix, isPrepared(node) && node.perSlot === true);
     // Remembered to say *why* a node is unreachable (ioredis' own message is "Stream isn't writeable").
+    // ioredis follows a fatal error (a reply that is not RESP) with "Stream isn't writeable" for its ready check on
+    // the dead stream: that one says nothing new, and would hide the cause.
     this.listen('error', (error: unknown) => {
-      this.lastConnectionError = error;
+      if (!(error instanceof Error && NOT_CONNECTED.test(error.message))) this.lastConnectionError = error;
     });
     if (this.owned) {
       // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
@@ -735,6 +737,9 @@ export async function waitForReady(client: Redis, timeoutMs: number): Promise<vo
 /** The most listeners of one event a connection puts on its client ('ready': the script load and the ready check). */
 const LISTENERS_PER_EVENT = 2;
 
+/** What ioredis says when a call finds no connection (the reason is elsewhere: its last connection error). */
+const NOT_CONNECTED = /Stream isn't writeable|Connection is closed/;
+
 /** Start of every "not a Redis server" reason (`nodeStatus().problems`, the `not-redis` node state). */
 export const NOT_REDIS = 'not a Redis server';
 const NOT_REDIS_PROTOCOL = `${NOT_REDIS}: its reply is not the Redis protocol (is the address a Redis port?)`;
@@ -770,7 +775,7 @@ export function describeConnectionError(
   const direct = named(code(error));
   if (direct !== undefined) return direct;
   const message = error instanceof Error ? error.message : String(error);
-  if (/Stream isn't writeable|Connection is closed/.test(message)) {
+  if (NOT_CONNECTED.test(message)) {
     return (
       named(code(lastConnectionError)) ??
       (closesBeforeAnswering ? NOT_REDIS_CLOSES : 'not connected (the connection is closed; reconnecting)')

@@ -14,7 +14,8 @@
  *   its lost promise.
  *
  * Tests that fail when this breaks: test/fault/amnesia.test.ts (F19, F22), test/fault/restarts.test.ts (F6, F7),
- * test/integration/coordinator/lease/lifecycle.test.ts, test/unit/coordinator/nodes/fresh-cluster.test.ts.
+ * test/integration/coordinator/lease/lifecycle.test.ts, test/unit/coordinator/nodes/fresh-cluster.test.ts,
+ * test/integration/coordinator/nodes/node-set.test.ts (fresh start, an unreachable quorum named, the settings read again).
  *
  * Over 400 lines: membership, start-up checks, the background re-check and fold timers, and the status views
  * (probed, recent, cached) all read the same per-node facts; fresh initialization (nodes/fresh-cluster.ts), the

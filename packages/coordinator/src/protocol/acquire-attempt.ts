@@ -61,7 +61,7 @@ export interface AttemptRequest {
   readonly ttlMs: number;
 }
 
-/** What an attempt uses besides the node set: where token guesses come from, and how to undo partial grants. */
+/** What an attempt uses besides the node set: where token proposals come from, and how to undo partial grants. */
 export interface AttemptDeps {
   readonly proposer: TokenProposer;
   readonly releaser: Pick<Releaser, 'undoAttempt'>;
@@ -98,14 +98,14 @@ async function attemptOnce(
 ): Promise<AttemptOutcome & { readonly sealed?: boolean }> {
   const { resource, keys, leaseId, ttlMs } = request;
   const { settings, clock } = context;
-  const guess = deps.proposer.firstGuess(resource);
-  if (guess === null) return { kind: 'exhausted' };
+  const proposal = deps.proposer.firstProposal(resource);
+  if (proposal === null) return { kind: 'exhausted' };
   const start = clock.now();
   // A vote that arrives after ttl − drift − minValidity can no longer make a usable lease, so waiting longer
   // for it is pointless; a generous nodeTimeoutMs therefore never outlasts a short lease.
   const usableMs = ttlMs - driftMs(ttlMs, settings.driftFactor) - settings.minValidityMs;
   const timeout = Math.max(1, Math.min(settings.nodeTimeoutMs, usableMs));
-  const calls = votingCalls(context, (node) => node.acquire(timeout, keys, leaseId, ttlMs, guess));
+  const calls = votingCalls(context, (node) => node.acquire(timeout, keys, leaseId, ttlMs, proposal));
   const result = await fanOut(calls, (reply) => reply.kind === 'granted');
   const asked = calls.map((call) => call !== null);
   sink.votes = result.settled.then((replies) => acquireVotes(resource, replies, asked));
@@ -122,7 +122,7 @@ async function attemptOnce(
     if (value.kind === 'granted') {
       granted++;
       if (value.promised) promised++;
-      deps.proposer.observe(resource, value.promised ? guess : value.cur);
+      deps.proposer.observe(resource, value.promised ? proposal : value.cur);
     } else if (value.kind === 'held') {
       deps.proposer.observe(resource, value.cur);
       if (value.pttlMs >= 0) heldTtls.push(value.pttlMs);
@@ -184,9 +184,9 @@ async function attemptOnce(
   }
 
   // The lease won a majority. The token is valid only if a majority also promised it (DESIGN §3).
-  let token = guess;
+  let token = proposal;
   if (promised < context.quorum) {
-    const second = await promiseRounds(context, deps.proposer, request, guess);
+    const second = await promiseRounds(context, deps.proposer, request, proposal);
     if (second.kind !== 'promised') {
       await deps.releaser.undoAttempt(keys, leaseId);
       return second.kind === 'unavailable' || second.kind === 'exhausted'

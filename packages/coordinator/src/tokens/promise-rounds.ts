@@ -15,9 +15,9 @@
  *   noeviction, and a node that restarted empty abstains until repaired (nodes/repair.ts keeps this argument
  *   valid for that case).
  *
- * Proposals are guesses (tokens/proposal.ts): a good guess lets the first round — folded into the acquire's own
- * script — finish in one round trip. A refused guess costs this second round, proposing above every `cur` the
- * refusals reported. The rounds are bounded: refusals here mean other grants minted tokens meanwhile, and the
+ * Proposals are chosen by tokens/proposal.ts: a good proposal lets the first round — folded into the acquire's own
+ * script — finish in one round trip. A refused proposal costs this second round, proposing above every register
+ * value (`cur`) the refusals reported. The rounds are bounded: refusals here mean other grants minted tokens meanwhile, and the
  * caller's wait loop retries the whole attempt.
  *
  * Tests that fail when this breaks: test/unit/coordinator/protocol/acquire-attempt.test.ts (a token accepted on fewer than
@@ -30,7 +30,7 @@ import { fanOut } from '../quorum/quorum.js';
 import { votingCalls, type ProtocolContext } from '../nodes/protocol-node.js';
 import type { TokenProposer } from './proposal.js';
 
-/** How many extra promise rounds an acquire may spend when its guess was refused (DESIGN §3). */
+/** How many extra promise rounds an acquire may spend when its first proposal was refused (DESIGN §3). */
 export const MAX_PROMISE_ROUNDS = 4;
 
 export type PromiseRoundsResult =
@@ -47,15 +47,15 @@ export async function promiseRounds(
   context: ProtocolContext,
   proposer: TokenProposer,
   request: { readonly resource: string; readonly keys: ResourceKeys; readonly leaseId: string },
-  refused: bigint,
+  refusedProposal: bigint,
 ): Promise<PromiseRoundsResult> {
   const { resource, keys, leaseId } = request;
   const timeout = context.settings.nodeTimeoutMs;
-  let previous = refused;
+  let previousProposal = refusedProposal;
   for (let round = 0; round < MAX_PROMISE_ROUNDS; round++) {
-    const proposal = proposer.nextAbove(resource, previous);
+    const proposal = proposer.nextAbove(resource, previousProposal);
     if (proposal === null) return { kind: 'exhausted' };
-    previous = proposal;
+    previousProposal = proposal;
     const result = await fanOut(
       votingCalls(context, (node) => node.promise(timeout, keys, leaseId, proposal)),
       (reply) => reply.kind === 'promised',

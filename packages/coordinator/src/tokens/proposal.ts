@@ -10,12 +10,13 @@ interface Memory {
   /** Highest register value a node reported for the resource. */
   seen: bigint;
   /** Highest value this process proposed for the resource. */
-  proposed: bigint;
+  lastProposal: bigint;
 }
 
 /**
- * Chooses token proposals (DESIGN §3). A proposal is only a guess: safety comes from the majority of promises,
- * never from the guess. A good guess lets the common case finish in one round trip:
+ * Chooses token proposals (DESIGN §3): the value an acquire proposes to the nodes, which becomes the granted token
+ * only once a majority promised it. Safety comes from that majority, never from how the proposal was chosen. A
+ * good proposal lets the common case finish in one round trip:
  * `max(last register value seen for the resource + 1, time floor, last proposal for it + 1)`.
  *
  * The time floor `Date.now() << 20` (about 2^60.6 today, 2^63 in the year 2248) starts a fresh process above
@@ -29,34 +30,33 @@ export class TokenProposer {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** The round-one guess for a resource; `null` when no larger token fits in 64 bits. */
-  firstGuess(resource: string): bigint | null {
+  /** The round-one proposal for a resource; `null` when no larger token fits in 64 bits. */
+  firstProposal(resource: string): bigint | null {
     const m = this.remember(resource);
     const timeFloor = BigInt(Math.max(0, Math.floor(this.now()))) << 20n;
-    const candidate = max(m.seen + 1n, m.proposed + 1n, timeFloor <= MAX_TOKEN ? timeFloor : 0n);
-    return this.propose(m, candidate);
+    return this.propose(m, max(m.seen + 1n, m.lastProposal + 1n, timeFloor <= MAX_TOKEN ? timeFloor : 0n));
   }
 
-  /** A proposal above every register value seen and above `previous`; `null` when exhausted. */
-  nextAbove(resource: string, previous: bigint): bigint | null {
+  /** A proposal above every register value seen and above `refusedProposal`; `null` when exhausted. */
+  nextAbove(resource: string, refusedProposal: bigint): bigint | null {
     const m = this.remember(resource);
-    return this.propose(m, max(m.seen, m.proposed, previous) + 1n);
+    return this.propose(m, max(m.seen, m.lastProposal, refusedProposal) + 1n);
   }
 
   /** Records a register value a node reported (when promising, refusing or granting). */
-  observe(resource: string, cur: bigint): void {
+  observe(resource: string, register: bigint): void {
     const m = this.remember(resource);
-    if (cur > m.seen) m.seen = cur;
+    if (register > m.seen) m.seen = register;
   }
 
   lastSeen(resource: string): bigint {
     return (this.recent.get(resource) ?? this.older.get(resource))?.seen ?? 0n;
   }
 
-  private propose(m: Memory, candidate: bigint): bigint | null {
-    if (candidate > MAX_TOKEN) return null;
-    m.proposed = candidate;
-    return candidate;
+  private propose(m: Memory, proposal: bigint): bigint | null {
+    if (proposal > MAX_TOKEN) return null;
+    m.lastProposal = proposal;
+    return proposal;
   }
 
   /**
@@ -69,7 +69,7 @@ export class TokenProposer {
   private remember(resource: string): Memory {
     let m = this.recent.get(resource);
     if (m !== undefined) return m;
-    m = this.older.get(resource) ?? { seen: 0n, proposed: 0n };
+    m = this.older.get(resource) ?? { seen: 0n, lastProposal: 0n };
     if (this.recent.size >= REMEMBERED_RESOURCES / 2) {
       this.older = this.recent;
       this.recent = new Map();

@@ -4,7 +4,7 @@
 // token granted after a fold is still above every token before it.
 //
 // Each test uses its own key prefix: its floor keys and its fresh cluster are its own. Tokens start far above the
-// proposal's time-derived guess, so only the registers and the floor can lift a new grant above them.
+// proposer's time-derived first proposal, so only the registers and the floor can lift a new grant above them.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
@@ -20,7 +20,7 @@ import {
 
 let raw: Redis[];
 let cluster: CoordinatorFixture;
-/** Far above `Date.now() << 20` (about 2^60.6): a fresh proposer's first guess is below it. */
+/** Far above `Date.now() << 20` (about 2^60.6): a fresh proposer's first proposal is below it. */
 const HIGH = 1n << 62n;
 
 function coordinator(options: Omit<CoordinatorOptions, 'nodes'>): Coordinator {
@@ -69,7 +69,7 @@ describe('the per-node floor (mutants 12, 13)', () => {
     // Sequencing, not timing: wait until every node has folded the register away.
     while ((await Promise.all(raw.map((r) => r.exists(registerKey)))).some((n) => n === 1)) await sleep(200);
 
-    // A process that never saw the resource: its first guess is the time-derived one, far below `before`.
+    // A process that never saw the resource: its first proposal is the time-derived one, far below `before`.
     const fresh = coordinator({ keyPrefix, maxTtlMs: 1_000 });
     const after = await fresh.acquire(resource, { ttlMs: 1_000 });
     expect(after.token).toBeGreaterThan(before.token);

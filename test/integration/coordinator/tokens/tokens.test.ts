@@ -104,7 +104,7 @@ describe('fencing tokens on real nodes', () => {
     }
   });
 
-  it('goes above registers that are ahead of the guess, in a second round', async () => {
+  it('goes above registers that are ahead of the first proposal, in a second round', async () => {
     const c = new Coordinator({ nodes: env.urls, nodeTimeoutMs: 500 });
     try {
       const resource = unique('ahead');

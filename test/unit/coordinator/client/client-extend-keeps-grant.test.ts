@@ -1,6 +1,6 @@
 // The HTTP client's leases keep their grant's token and proof across extends (issue 18): an extension renews the
 // timing only. The service reports the token the nodes' lease keys carry; a node that refused the grant's final
-// promise round still carries the first round's guess, so an extend answered by such a majority reports another
+// promise round still carries the first round's proposal, so an extend answered by such a majority reports another
 // token — which the lease must not take (its guarded writes would carry a token and proof that are not its grant's).
 // The calls are stand-ins that answer an extend with a different token and proof.
 import { describe, expect, it } from 'vitest';

@@ -24,10 +24,10 @@ const DRIFT_MS = 12;
 /** The default minValidityMs. */
 const MIN_VALIDITY_MS = 10;
 
-/** The proposer's wall clock: its first guess is `EPOCH_MS << 20`. */
+/** The proposer's wall clock: its first proposal is `EPOCH_MS << 20`. */
 const EPOCH_MS = 1_795_000_000_000;
 const GUESS = BigInt(EPOCH_MS) << 20n;
-/** A register above the first guess: a node holding it refuses the guess and reports it. */
+/** A register above the first proposal: a node holding it refuses the proposal and reports it. */
 const AHEAD = GUESS + 1_000n;
 
 /** A node where a rival's promise of the very value we propose always lands first: it refuses every round. */
@@ -172,7 +172,7 @@ describe('an acquire attempt measures validity from its own start', () => {
 });
 
 describe('an acquire attempt never hands out a lease without validity', () => {
-  /** Round one (nodes 1 and 2 refuse the guess) takes 100 ms; the second promise round takes `secondMs`. */
+  /** Round one (nodes 1 and 2 refuse the proposal) takes 100 ms; the second promise round takes `secondMs`. */
   function slowSecondRound(secondMs: number): ScriptedRig {
     const rig = scriptedRig({
       nodes: 3,

@@ -3,14 +3,14 @@ import { MAX_TOKEN } from '@fenced/shared';
 import { TokenProposer } from '../../../../packages/coordinator/src/tokens/proposal.js';
 
 describe('token proposals', () => {
-  it('guesses at least the time floor, above everything seen and proposed', () => {
+  it('proposes at least the time floor, above everything seen and proposed', () => {
     const proposer = new TokenProposer(() => 1_000);
     const floor = 1_000n << 20n;
-    expect(proposer.firstGuess('r')).toBe(floor);
-    expect(proposer.firstGuess('r')).toBe(floor + 1n);
+    expect(proposer.firstProposal('r')).toBe(floor);
+    expect(proposer.firstProposal('r')).toBe(floor + 1n);
     proposer.observe('r', floor + 100n);
-    expect(proposer.firstGuess('r')).toBe(floor + 101n);
-    expect(proposer.firstGuess('other')).toBe(floor);
+    expect(proposer.firstProposal('r')).toBe(floor + 101n);
+    expect(proposer.firstProposal('other')).toBe(floor);
   });
 
   it('proposes above the refused value and every register seen', () => {
@@ -23,15 +23,15 @@ describe('token proposals', () => {
   it('never proposes above 2^63 - 1, and exhaustion of one resource leaves the others alone', () => {
     const proposer = new TokenProposer(() => 0);
     proposer.observe('full', MAX_TOKEN - 1n);
-    expect(proposer.firstGuess('full')).toBe(MAX_TOKEN);
-    expect(proposer.firstGuess('full')).toBeNull();
+    expect(proposer.firstProposal('full')).toBe(MAX_TOKEN);
+    expect(proposer.firstProposal('full')).toBeNull();
     expect(proposer.nextAbove('full', MAX_TOKEN)).toBeNull();
-    expect(proposer.firstGuess('other')).toBe(1n);
+    expect(proposer.firstProposal('other')).toBe(1n);
   });
 
   it('ignores a time floor beyond 64 bits', () => {
     const proposer = new TokenProposer(() => 2 ** 45);
-    expect(proposer.firstGuess('r')).toBe(1n);
+    expect(proposer.firstProposal('r')).toBe(1n);
   });
 
   it('remembers the resources used most recently and forgets the long unused ones, within a bounded memory', () => {
@@ -45,7 +45,7 @@ describe('token proposals', () => {
     }
     expect(proposer.lastSeen('kept')).toBe(41n);
     expect(proposer.lastSeen('r19999')).toBe(1n);
-    // Forgotten: its next guess starts from the time floor again (a second round at worst, never a lower token
+    // Forgotten: its next proposal starts from the time floor again (a second round at worst, never a lower token
     // accepted: the nodes refuse it).
     expect(proposer.lastSeen('dropped')).toBe(0n);
     expect(proposer.lastSeen('r0')).toBe(0n);

@@ -59,7 +59,7 @@ class Simulation {
   readonly nodes = Array.from({ length: NODES }, () => ({ cur: 0n, paused: false }));
   readonly network: Message[] = [];
   readonly grants: Grant[] = [];
-  /** Grants won in a second or later round (the guess was refused): the schedules must reach them. */
+  /** Grants won in a second or later round (the first proposal was refused): the schedules must reach them. */
   laterRoundGrants = 0;
   private readonly clients: { proposer: TokenProposer; attempt: Attempt | undefined; op: number }[];
   private step = 0;
@@ -111,7 +111,7 @@ class Simulation {
   private start(index: number): void {
     const client = this.clients[index]!;
     if (client.attempt !== undefined) return;
-    const t = client.proposer.firstGuess('r');
+    const t = client.proposer.firstProposal('r');
     if (t === null) return;
     client.op++;
     client.attempt = {

@@ -15,7 +15,7 @@
  * - **Amnesia is per slot.** A shard restarted without its data has lost the incarnation keys of its own slots,
  *   so every script on those slots refuses (NOT_INITIALIZED), whatever this process believes; the other slots
  *   still hold their keys and keep voting. An empty slot is never initialized in place once any slot of any member
- *   was initialized: it is repaired (nodes/slot-repair.ts) from the same slot of the other members.
+ *   was initialized: it is repaired (nodes/cluster/slot-repair.ts) from the same slot of the other members.
  * - **Fresh initialization covers every slot**, through the same mark, check, initialize steps of
  *   nodes/fresh-cluster.ts with each (member, slot) in the role of a node: every slot is marked, then every slot of
  *   every member checked, then each slot initialized only while it still holds its own mark. A step is one call per
@@ -31,7 +31,7 @@
  *   on the node with ASK or TRYAGAIN, without running it. A slot's node-state keys move with it (they are keys of
  *   that slot); a slot that arrives without them refuses and is repaired.
  *
- * Tests that fail when this breaks: test/integration/coordinator/cluster/cluster-member.test.ts,
+ * Tests that fail when this breaks: test/integration/coordinator/nodes/cluster/cluster-member.test.ts,
  * test/fault/cluster-amnesia.test.ts (F25 and its negative control).
  */
 import ioredis, { type Cluster, type Redis } from 'ioredis';

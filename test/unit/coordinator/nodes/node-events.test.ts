@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   NodeStateTracker,
   type NodeStateEvent,
-} from '../../../packages/coordinator/src/nodes/node-events.js';
+} from '../../../../packages/coordinator/src/nodes/node-events.js';
 
 const view = (
   node: number,

@@ -1,5 +1,5 @@
 // The per-node floor and folding (DESIGN §3, "memory bounded by active resources"), and restart repairs that start
-// over, on real nodes. Tokens here are seeded far above the time-derived first guess, so a register lost by folding
+// over, on real nodes. Tokens here are seeded far above the time-derived first proposal, so a register lost by folding
 // (instead of moved into the floor) would show as a token going backwards: the proposal's clock cannot hide it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,7 +79,7 @@ describe('folding idle registers into the floor', () => {
     const resources = Array.from({ length: 20_000 }, (_, i) => `order:${i}`);
     const first = new Coordinator(options);
     await first.ready(); // initializes the fresh namespace (a node holding registers already is not fresh)
-    // Registers far above any time-derived guess: every first token comes from the registers, not the clock.
+    // Registers far above any time-derived proposal: every first token comes from the registers, not the clock.
     const seeded = (BigInt(Date.now()) << 21n) + 1_000_000n;
     await Promise.all(
       raw.map(async (client) => {

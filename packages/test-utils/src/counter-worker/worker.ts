@@ -1,30 +1,31 @@
-// A demo worker: one real process that takes a lock and reads and writes the counter when the orchestrator
-// (demo/run-demo.ts) tells it to over IPC. The orchestrator pauses it with SIGSTOP/SIGCONT, so a "GC pause"
-// here is a real stopped process with its sockets open, not a sleep.
+// A counter worker: one real process that takes a lease and reads, increments and writes the counter
+// (counter-tables.ts) when its parent tells it to over IPC (protocol.ts; the parent's side is handle.ts). The
+// parent pauses it with SIGSTOP/SIGCONT, so a "GC pause" here is a real stopped process with its sockets, its
+// lease keep-alive and its open transaction frozen, not a sleep.
 //
-// Unprotected mode: plain Redlock (the `redlock` package) and plain UPDATEs; the lock is all there is.
-// Fenced mode: a @fenced/coordinator lease with its fencing token, and every read and write in a guarded
-// transaction of @fenced/guarded-store (or through the counter service's fencedWrites middleware).
+// Its lock is a @fenced/coordinator lease with a fencing token, or plain Redlock (the `redlock` package, no
+// token: the demo's unprotected runs). Its writes go through one guard path (guard-paths.ts), guarded or plain
+// as each command says, or over HTTP to a service that guards them.
 //
-// FENCED_DEMO_DEBUG=1 appends the coordinator's node errors to the message of a failed acquire.
-import { createHash } from 'node:crypto';
+// FENCED_WORKER_DEBUG=1 appends the coordinator's node errors to the message of a failed acquire.
 import http from 'node:http';
 import { Redis } from 'ioredis';
-import type { Kysely } from 'kysely';
 import Redlock, { type Lock } from 'redlock';
 import { Coordinator, type Lease } from '@fenced/coordinator';
-import { GuardedStore, createDatabase } from '@fenced/guarded-store';
+import type { FenceTarget } from '@fenced/guarded-store';
 import { FENCING_LEASE_ID_HEADER, FENCING_TOKEN_HEADER, StaleTokenError } from '@fenced/shared';
-import { readCounter, writeCounter, type CounterDatabase } from './counter-table.js';
+import { increment, type CounterStore } from './counter-store.js';
+import { openCounterStore } from './guard-paths.js';
 import {
+  leaseRef,
   nowMs,
   type LeaseInfo,
   type WorkerCommand,
+  type WorkerMessage,
   type WorkerOutcome,
-  type WorkerReply,
   type WorkerRequest,
   type WorkerSetup,
-} from './worker-protocol.js';
+} from './protocol.js';
 
 const name = process.argv[2] ?? 'worker';
 /** Pause between two plain Redlock attempts while waiting for the lock. */
@@ -36,18 +37,19 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 interface Session {
   readonly setup: WorkerSetup;
-  readonly db: Kysely<CounterDatabase>;
-  readonly store: GuardedStore<CounterDatabase>;
+  readonly store: CounterStore;
   readonly coordinator?: Coordinator;
   readonly redlock?: Redlock;
   readonly redisClients: Redis[];
   lease?: Lease;
   lock?: Lock;
   leaseInfo?: LeaseInfo;
+  keeper?: NodeJS.Timeout;
 }
 
 let session: Session | null = null;
 const nodeErrors: string[] = [];
+const proceeds = new Map<number, () => void>();
 
 class CommandError extends Error {
   constructor(
@@ -59,8 +61,9 @@ class CommandError extends Error {
   }
 }
 
-function digest(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex').slice(0, 8);
+function send(message: WorkerMessage): void {
+  // After the parent disconnected (teardown), a late reply has nowhere to go: drop it instead of crashing.
+  if (process.connected) process.send?.(message, undefined, {}, () => undefined);
 }
 
 function current(): Session {
@@ -68,25 +71,37 @@ function current(): Session {
   return session;
 }
 
+function stopKeeper(s: Session): void {
+  if (s.keeper) clearInterval(s.keeper);
+  s.keeper = undefined;
+}
+
 async function setUp(setup: WorkerSetup): Promise<void> {
   if (session !== null) await tearDown();
-  const db = createDatabase<CounterDatabase>({
-    connectionString: setup.databaseUrl,
-    searchPath: setup.schema,
-    maxConnections: 3,
-    applicationName: `fenced-demo-${name}`,
-  });
   const signing = setup.signing;
-  const store = new GuardedStore(db, {
+  const store = await openCounterStore({
+    path: setup.path ?? 'kysely',
+    connectionString: setup.databaseUrl,
     schema: setup.schema,
-    ...(signing ? { verifyKeys: { [signing.keyId]: signing.publicKeyPem } } : {}),
+    maxConnections: 3,
+    applicationName: `fenced-worker-${name}`,
+    guardOptions: {
+      ...(setup.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: setup.lockTimeoutMs }),
+      ...(setup.idleInTransactionTimeoutMs === undefined
+        ? {}
+        : { idleInTransactionTimeoutMs: setup.idleInTransactionTimeoutMs }),
+      ...(signing ? { verifyKeys: { [signing.keyId]: signing.publicKeyPem } } : {}),
+    },
+    ...(setup.prismaClient === undefined ? {} : { prismaClient: setup.prismaClient }),
   });
-  if (setup.mode === 'fenced') {
+  const warmUpResource = `warm-up-${name}-${process.pid}`;
+  if ((setup.lock ?? 'fenced') === 'fenced') {
     const coordinator = new Coordinator({
       nodes: [...setup.redisUrls],
-      keyPrefix: setup.keyPrefix,
       nodeTimeoutMs: setup.nodeTimeoutMs,
       maxTtlMs: setup.maxTtlMs,
+      retryDelayMs: 50,
+      ...(setup.keyPrefix === undefined ? {} : { keyPrefix: setup.keyPrefix }),
       ...(signing ? { signingKey: { id: signing.keyId, privateKey: signing.privateKeyPem } } : {}),
     });
     // Expected during the faults; kept so a failed acquire can say what the nodes answered.
@@ -96,15 +111,17 @@ async function setUp(setup: WorkerSetup): Promise<void> {
       );
       if (nodeErrors.length > 20) nodeErrors.shift();
     });
-    session = { setup, db, store, coordinator, redisClients: [] };
+    session = { setup, store, coordinator, redisClients: [] };
     await coordinator.ready();
-    // Loads the Lua scripts on every node, so a later acquire is one round trip: F2 holds the replies, and
-    // a held NOSCRIPT would keep the acquire itself from ever reaching the nodes.
-    const warm = await coordinator.acquire(`demo-warmup:${name}`, { ttlMs: 1_000 });
-    await warm.release();
+    if (setup.warmUp ?? true) {
+      // Loads the Lua scripts on every node, so a later acquire is one round trip: a scenario that holds the
+      // replies would otherwise hold a NOSCRIPT and keep the acquire itself from ever reaching the nodes.
+      const warm = await coordinator.acquire(warmUpResource, { ttlMs: 1_000 });
+      await warm.release();
+    }
   } else {
     // No command timeout: a node cut off by a blackhole leaves its vote pending, and plain Redlock goes on
-    // with the majority it has, which is exactly the behaviour the scenarios exercise.
+    // with the majority it has, which is exactly the behaviour the demo's scenarios exercise.
     const redisClients = setup.redisUrls.map((url) => {
       const client = new Redis(url, { lazyConnect: true });
       client.on('error', () => undefined);
@@ -113,9 +130,11 @@ async function setUp(setup: WorkerSetup): Promise<void> {
     await Promise.all(redisClients.map((c) => c.connect()));
     const redlock = new Redlock(redisClients, { retryCount: 0, retryDelay: 100, retryJitter: 20 });
     redlock.on('error', () => undefined);
-    session = { setup, db, store, redlock, redisClients };
-    const warm = await redlock.acquire([`demo-warmup:${name}`], 1_000); // loads the script (see above)
-    await warm.release();
+    session = { setup, store, redlock, redisClients };
+    if (setup.warmUp ?? true) {
+      const warm = await redlock.acquire([warmUpResource], 1_000); // loads the script (see above)
+      await warm.release();
+    }
   }
 }
 
@@ -126,27 +145,39 @@ async function tearDown(): Promise<void> {
   await releaseLease(s).catch(() => undefined);
   await s.coordinator?.close().catch(() => undefined);
   for (const client of s.redisClients) client.disconnect();
-  await s.db.destroy().catch(() => undefined);
+  await s.store.close().catch(() => undefined);
 }
 
-async function acquire(resource: string, ttlMs: number, waitMs: number): Promise<Partial<WorkerOutcome>> {
+async function acquire(command: Extract<WorkerCommand, { cmd: 'acquire' }>): Promise<Partial<WorkerOutcome>> {
+  const { resource, ttlMs, waitMs } = command;
   const s = current();
+  stopKeeper(s);
   if (s.coordinator) {
     nodeErrors.length = 0;
+    let lease: Lease;
     try {
-      const lease = await s.coordinator.acquire(resource, { ttlMs, waitMs });
-      s.lease = lease;
-      s.leaseInfo = {
-        resource,
-        token: lease.token.toString(),
-        leaseRef: digest(lease.id),
-        validityMs: lease.validityMs,
-        validUntil: nowMs() + lease.remainingMs(),
-      };
+      lease = await s.coordinator.acquire(resource, { ttlMs, waitMs });
     } catch (error) {
       const e = asCommandError(error);
-      if (process.env.FENCED_DEMO_DEBUG) e.message += ` [node errors: ${nodeErrors.join('; ')}]`;
+      if (process.env.FENCED_WORKER_DEBUG) e.message += ` [node errors: ${nodeErrors.join('; ')}]`;
       throw e;
+    }
+    s.lease = lease;
+    s.leaseInfo = {
+      resource,
+      token: lease.token.toString(),
+      leaseRef: leaseRef(lease.id),
+      validityMs: lease.validityMs,
+      validUntil: nowMs() + lease.remainingMs(),
+    };
+    if (command.keepAlive) {
+      // A keep-alive like using()'s: it cannot run while the process is stopped, which is the point.
+      s.keeper = setInterval(
+        () => {
+          lease.extend().catch(() => stopKeeper(s));
+        },
+        Math.max(10, Math.floor(ttlMs / 3)),
+      );
     }
   } else {
     const lock = await acquirePlain(s.redlock!, resource, ttlMs, waitMs);
@@ -155,7 +186,7 @@ async function acquire(resource: string, ttlMs: number, waitMs: number): Promise
     const validUntil = nowMs() + (lock.expiration - Date.now());
     s.leaseInfo = {
       resource,
-      leaseRef: digest(lock.value),
+      leaseRef: leaseRef(lock.value),
       validityMs: Math.round(validUntil - nowMs()),
       validUntil,
     };
@@ -189,76 +220,56 @@ async function acquirePlain(
 }
 
 function heldLease(s: Session): Lease {
-  if (!s.lease)
-    throw new CommandError('NO_LEASE', 'no lease held: a fenced worker reads and writes under one');
+  if (!s.lease) throw new CommandError('NO_LEASE', 'no lease held: a guarded read or write runs under one');
   return s.lease;
 }
 
-async function read(counter: string): Promise<Partial<WorkerOutcome>> {
+async function read(resource: string, guarded: boolean): Promise<Partial<WorkerOutcome>> {
   const s = current();
-  if (s.setup.mode === 'unprotected') return { value: await readCounter(s.db, s.setup.schema, counter) };
-  // Fenced: the read is a guarded transaction too, so it fences in (G3) and is never older than the fence.
-  try {
-    const value = await s.store.run(heldLease(s), (trx) => readCounter(trx, s.setup.schema, counter));
-    return { value };
-  } catch (error) {
-    throw asCommandError(error);
-  }
+  if (!guarded) return { value: Number(await s.store.readOutside(resource)) };
+  // A guarded read fences in (G3): it is never older than the fence.
+  const value = await s.store.guarded(heldLease(s), undefined, async (tx) => Number(await tx.read(resource)));
+  return { value };
 }
 
-async function write(
-  counter: string,
-  value: number,
-  via: 'db' | 'http',
-  serviceUrl: string | undefined,
-  forgeToken: string | undefined,
-): Promise<Partial<WorkerOutcome>> {
+async function write(command: Extract<WorkerCommand, { cmd: 'write' }>): Promise<Partial<WorkerOutcome>> {
+  const { resource, value, guarded, forgeToken } = command;
   const s = current();
-  const leaseRef = s.leaseInfo?.leaseRef ?? 'none';
-  if (via === 'http') return writeOverHttp(s, counter, value, leaseRef, serviceUrl);
-  if (s.setup.mode === 'unprotected') {
-    await s.db
-      .transaction()
-      .execute((trx) =>
-        writeCounter(trx, s.setup.schema, { counter, value, worker: name, leaseRef, token: null, via }),
-      );
+  const ref = s.leaseInfo?.leaseRef ?? 'none';
+  if (command.httpUrl !== undefined) return writeOverHttp(s, command.httpUrl, value, ref);
+  if (!guarded) {
+    const token = s.lease?.token ?? null;
+    await s.store.unguarded(async (tx) => {
+      await tx.write({ resource, token, leaseRef: ref, process: name, via: 'db' }, BigInt(value));
+      return value;
+    });
     return { value };
   }
   const lease = heldLease(s);
   // A forged write presents another token with the lease's own id and proof: a signing store refuses it.
-  const fence =
+  const fence: FenceTarget =
     forgeToken === undefined
       ? lease
       : { resource: lease.resource, token: BigInt(forgeToken), leaseId: lease.id, proof: lease.proof };
-  try {
-    await s.store.run(fence, (trx) =>
-      writeCounter(trx, s.setup.schema, { counter, value, worker: name, leaseRef, token: fence.token, via }),
-    );
-  } catch (error) {
-    throw asCommandError(error);
-  }
+  await s.store.guarded(fence, undefined, async (tx) => {
+    await tx.write({ resource, token: fence.token, leaseRef: ref, process: name, via: 'db' }, BigInt(value));
+    return value;
+  });
   return { value };
 }
 
 async function writeOverHttp(
   s: Session,
-  counter: string,
+  url: string,
   value: number,
-  leaseRef: string,
-  serviceUrl: string | undefined,
+  ref: string,
 ): Promise<Partial<WorkerOutcome>> {
-  if (!serviceUrl) throw new CommandError('NO_SERVICE', 'an http write needs the service url');
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (s.setup.mode === 'fenced') {
-    const lease = heldLease(s);
-    headers[FENCING_TOKEN_HEADER] = lease.token.toString();
-    headers[FENCING_LEASE_ID_HEADER] = lease.id;
+  if (s.lease) {
+    headers[FENCING_TOKEN_HEADER] = s.lease.token.toString();
+    headers[FENCING_LEASE_ID_HEADER] = s.lease.id;
   }
-  const { status, body } = await put(
-    `${serviceUrl}/counters/${counter}`,
-    headers,
-    JSON.stringify({ value, worker: name, leaseRef }),
-  );
+  const { status, body } = await put(url, headers, JSON.stringify({ value, worker: name, leaseRef: ref }));
   if (status === 200) return { value, status };
   let code = `HTTP_${status}`;
   let message = body;
@@ -277,7 +288,7 @@ async function writeOverHttp(
   });
 }
 
-/** One PUT on a fresh connection (no keep-alive: a connection must not outlive the run's fault proxy). */
+/** One PUT on a fresh connection (no keep-alive: a connection must not outlive a fault proxy). */
 function put(
   url: string,
   headers: Record<string, string>,
@@ -296,7 +307,36 @@ function put(
   });
 }
 
+async function incrementCommand(
+  request: Extract<WorkerRequest, { cmd: 'increment' }>,
+): Promise<Partial<WorkerOutcome>> {
+  const s = current();
+  const lease = heldLease(s);
+  const afterRead = request.pauseInside
+    ? () =>
+        new Promise<void>((resolve) => {
+          proceeds.set(request.id, resolve);
+          send({ kind: 'inside', id: request.id });
+        })
+    : undefined;
+  const value = await increment(
+    s.store,
+    {
+      resource: request.resource,
+      token: lease.token,
+      leaseRef: leaseRef(lease.id),
+      process: name,
+      opId: request.opId,
+      mode: request.mode,
+      ...(request.readBefore === undefined ? {} : { readBefore: BigInt(request.readBefore) }),
+    },
+    afterRead,
+  );
+  return { value };
+}
+
 async function releaseLease(s: Session): Promise<void> {
+  stopKeeper(s);
   const { lease, lock } = s;
   s.lease = undefined;
   s.lock = undefined;
@@ -315,24 +355,33 @@ function asCommandError(error: unknown): CommandError {
       current: error.current.toString(),
     });
   }
-  const code = (error as { code?: unknown }).code;
+  const code = (error as { code?: unknown } | null)?.code;
   return new CommandError(
     typeof code === 'string' ? code : error instanceof Error ? error.name : 'ERROR',
     error instanceof Error ? error.message : String(error),
   );
 }
 
-async function run(command: WorkerCommand): Promise<Partial<WorkerOutcome>> {
+async function run(request: WorkerRequest): Promise<Partial<WorkerOutcome>> {
+  const command: WorkerCommand = request;
   switch (command.cmd) {
     case 'setup':
       await setUp(command.setup);
       return {};
     case 'acquire':
-      return acquire(command.resource, command.ttlMs, command.waitMs);
+      return acquire(command);
     case 'read':
-      return read(command.counter);
+      return read(command.resource, command.guarded ?? false);
     case 'write':
-      return write(command.counter, command.value, command.via, command.serviceUrl, command.forgeToken);
+      return write(command);
+    case 'increment':
+      return incrementCommand({ ...command, id: request.id });
+    case 'proceed':
+      proceeds.get(command.of)?.();
+      proceeds.delete(command.of);
+      return {};
+    case 'now':
+      return { value: Date.now() };
     case 'release':
       await releaseLease(current());
       return {};
@@ -342,28 +391,26 @@ async function run(command: WorkerCommand): Promise<Partial<WorkerOutcome>> {
   }
 }
 
-process.on('message', (message: WorkerRequest) => {
+process.on('message', (request: WorkerRequest) => {
   const startedAt = nowMs();
-  run(message).then(
-    (result) => reply({ id: message.id, outcome: { ok: true, startedAt, endedAt: nowMs(), ...result } }),
+  run(request).then(
+    (result) =>
+      send({ kind: 'reply', id: request.id, outcome: { ok: true, startedAt, endedAt: nowMs(), ...result } }),
     (error: unknown) => {
       const e = asCommandError(error);
-      reply({
-        id: message.id,
+      send({
+        kind: 'reply',
+        id: request.id,
         outcome: { ok: false, startedAt, endedAt: nowMs(), code: e.code, message: e.message, ...e.extra },
       });
     },
   );
 });
 
-function reply(message: WorkerReply): void {
-  process.send?.(message);
-}
-
-// The orchestrator owns this process: when it goes away, so do we.
+// The parent owns this process: when it goes away, so do we.
 process.on('disconnect', () => {
   void tearDown().finally(() => process.exit(0));
   setTimeout(() => process.exit(0), 1_000).unref();
 });
 
-process.send?.({ ready: true, pid: process.pid });
+send({ kind: 'ready', pid: process.pid });

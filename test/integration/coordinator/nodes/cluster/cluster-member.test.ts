@@ -9,9 +9,9 @@ import { Coordinator } from '@fenced/coordinator';
 import { eventually } from '@fenced/test-utils/eventually';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { RedisNode } from '@fenced/test-utils/redis-node';
-import { freshMarkKey, keySlot, nodeStateKeys, slotKeyTemplate, slotTag } from '../../../fixtures/keys.js';
-import { interpretReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
-import { loadScripts, runScript } from '../../../../packages/coordinator/src/scripts/scripts.js';
+import { freshMarkKey, keySlot, nodeStateKeys, slotKeyTemplate, slotTag } from '../../../../fixtures/keys.js';
+import { interpretReply } from '../../../../../packages/coordinator/src/scripts/script-results.js';
+import { loadScripts, runScript } from '../../../../../packages/coordinator/src/scripts/scripts.js';
 
 const members: RedisClusterMember[] = [];
 const standalone: RedisNode[] = [];
@@ -337,7 +337,7 @@ describe('folding per shard', () => {
     });
     try {
       await coordinator.ready();
-      // Registers far above any time-derived first guess: a fold that lost one (instead of raising its slot's floor)
+      // Registers far above any time-derived first proposal: a fold that lost one (instead of raising its slot's floor)
       // shows as a later token below the earlier one.
       const ahead = (BigInt(Date.now() + 35 * 365 * 24 * 3_600_000) << 20n).toString();
       for (const member of members) {
