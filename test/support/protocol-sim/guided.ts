@@ -16,9 +16,7 @@ import { seededRandom } from '@fenced/test-utils/seeded-random';
 import {
   F27_CHAIN,
   NEMESIS_STEPS,
-  cutArbitrary,
-  faultArbitrary,
-  nemesisCaseArbitrary,
+  nemesisArbitraries,
   runNemesis,
   type ClientSettings,
   type Cut,
@@ -77,7 +75,17 @@ export async function guidedSearch(options: {
   readonly every?: number;
   /** Runs spent shrinking one violation at most. @defaultValue 400 */
   readonly maxShrinkRuns?: number;
+  /**
+   * Cases with Redis Cluster members and the Cluster faults (nemesis.ts, `clusterCaseArbitrary`); the chain followed
+   * is then F29's (cluster-faults.ts).
+   */
+  readonly cluster?: boolean;
 }): Promise<GuidedReport> {
+  const {
+    cases: nemesisCaseArbitrary,
+    cuts: cutArbitrary,
+    faults: faultArbitrary,
+  } = nemesisArbitraries(options.cluster === true);
   const variant = options.variant ?? 'real';
   const without = options.without ?? [];
   const random = seededRandom(options.seed);
