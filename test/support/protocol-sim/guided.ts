@@ -80,7 +80,13 @@ export async function guidedSearch(options: {
    * is then F29's (cluster-faults.ts).
    */
   readonly cluster?: boolean;
+  /**
+   * Fixes part of every case the search runs (a focus, as `without` is one): e.g. three nodes of which two are Cluster
+   * members. @defaultValue every case as drawn and mutated
+   */
+  readonly shape?: (c: NemesisCase) => NemesisCase;
 }): Promise<GuidedReport> {
+  const shape = options.shape ?? ((c: NemesisCase) => c);
   const {
     cases: nemesisCaseArbitrary,
     cuts: cutArbitrary,
@@ -103,7 +109,7 @@ export async function guidedSearch(options: {
   };
   const fresh = (): NemesisCase => {
     const c = draw(nemesisCaseArbitrary);
-    return { ...c, cuts: c.cuts.filter(allowed) };
+    return shape({ ...c, cuts: c.cuts.filter(allowed) });
   };
   /** A case with its palette widened to every kind its cuts use (a mutation's new cut must strike). */
   const withPalette = (c: NemesisCase, cuts: Cut[]): NemesisCase => {
@@ -168,7 +174,7 @@ export async function guidedSearch(options: {
         c = { ...c, nodes: 3 };
       }
     }
-    return withPalette(c, cuts);
+    return shape(withPalette(c, cuts));
   };
 
   const started = performance.now();
