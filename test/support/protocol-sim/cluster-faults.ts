@@ -182,6 +182,11 @@ export function lookForSlotGaps(run: ClusterRun): void {
       run.features.add('slot-forgot');
       const g = run.granted.get(key) ?? 0n;
       if (answer >= g) continue;
+      if (!run.features.has('slot-votes-below-granted')) {
+        run.world.note(
+          `slot ${slot} of n${cluster.index} votes answering ${answer} for ${key}, below the grant ${g} (held ${held?.get(key) ?? 0n})`,
+        );
+      }
       run.features.add('slot-votes-below-granted');
       if (run.votersBelow(key, g) >= run.quorum) run.features.add('slot-gap');
     }
