@@ -9,6 +9,8 @@
  *   npm run sim -- --all                        go on after a violation (default: stop at the first)
  *   npm run sim -- --guided                     the guided search (guided.ts): a corpus of schedules that reached new
  *                                               coverage signals, mutated, instead of schedules drawn from scratch
+ *   npm run sim -- --cluster                    cases with Redis Cluster members and the Cluster faults (shard restarts,
+ *                                               slot moves in batches); the guided search follows F29's chain
  *   npm run sim -- --without other-layout,other-node-count
  *                                               leave out processes started with these settings (to look past a
  *                                               violation already found)
@@ -25,8 +27,9 @@ import {
   type NemesisCase,
   type NemesisVariant,
 } from '../test/support/protocol-sim/nemesis.js';
-import { F27_CHAIN, guidedSearch } from '../test/support/protocol-sim/guided.js';
+import { F29_CHAIN } from '../test/support/protocol-sim/cluster-faults.js';
 import { formatCoverage } from '../test/support/protocol-sim/coverage.js';
+import { F27_CHAIN as F27, guidedSearch } from '../test/support/protocol-sim/guided.js';
 import { searchNemesis } from '../test/support/protocol-sim/search.js';
 
 const { values } = parseArgs({
@@ -39,6 +42,7 @@ const { values } = parseArgs({
     'max-schedules': { type: 'string' },
     without: { type: 'string' },
     guided: { type: 'boolean', default: false },
+    cluster: { type: 'boolean', default: false },
   },
 });
 const variant = values.variant as NemesisVariant;
@@ -58,11 +62,15 @@ const minutes = Number(values.minutes);
 const without = (values.without?.split(',') ?? []) as ClientSettings[];
 const maxSchedules = values['max-schedules'] !== undefined ? Number(values['max-schedules']) : undefined;
 
+/** The chain the guided search follows: F29's in cases with Cluster members, F27's otherwise. */
+const CHAIN: readonly string[] = values.cluster ? F29_CHAIN : F27;
+
 if (values.guided) {
   console.log(`guided nemesis search: variant ${variant}, ${minutes} min, seed ${seed}`);
   const report = await guidedSearch({
     variant,
     seed,
+    cluster: values.cluster,
     budgetMs: minutes * 60_000,
     stopAtFirst: !values.all,
     without,
@@ -71,7 +79,7 @@ if (values.guided) {
     onProgress: (r) =>
       console.log(
         `${r.schedules} schedules, ${r.grants} grants, corpus ${r.corpus}, ${r.firstReached.size} signals, ` +
-          `F27 chain piece ${r.bestProgress}/${F27_CHAIN.length} (first at schedule ${r.bestProgressAt}), ` +
+          `${values.cluster ? 'F29' : 'F27'} chain piece ${r.bestProgress}/${CHAIN.length} (first at schedule ${r.bestProgressAt}), ` +
           `${Math.round(r.elapsedMs / 1000)} s`,
       ),
   });
@@ -87,12 +95,11 @@ if (values.guided) {
     `\n${report.schedules} schedules, ${report.grants} grants checked (G2 over every pair), corpus ${report.corpus}, ` +
       `${report.found.length} violations, ${Math.round(report.elapsedMs / 1000)} s`,
   );
-  console.log('F27 chain pieces, first reached at schedule:');
-  for (const piece of F27_CHAIN)
-    console.log(`  ${piece.padEnd(22)} ${report.firstReached.get(piece) ?? '-'}`);
+  console.log(`${values.cluster ? 'F29' : 'F27'} chain pieces, first reached at schedule:`);
+  for (const piece of CHAIN) console.log(`  ${piece.padEnd(22)} ${report.firstReached.get(piece) ?? '-'}`);
   if (report.bestCase !== null && report.found.length === 0) {
     console.log(
-      `the first schedule to reach piece ${report.bestProgress} (${F27_CHAIN[report.bestProgress - 1]}):\n` +
+      `the first schedule to reach piece ${report.bestProgress} (${CHAIN[report.bestProgress - 1]}):\n` +
         `  npm run sim -- --variant ${variant} --replay '${JSON.stringify(report.bestCase)}'`,
     );
   }
@@ -101,13 +108,16 @@ if (values.guided) {
   process.exit(report.found.length === 0 ? 0 : 1);
 }
 
-console.log(`nemesis search: variant ${variant}, ${minutes} min, first round seed ${seed}`);
+console.log(
+  `nemesis search${values.cluster ? ' (mixed members)' : ''}: variant ${variant}, ${minutes} min, first round seed ${seed}`,
+);
 const report = await searchNemesis({
   variant,
   budgetMs: minutes * 60_000,
   seed,
   stopAtFirst: !values.all,
   without,
+  cluster: values.cluster,
   ...(maxSchedules !== undefined ? { maxSchedules } : {}),
   onRound: (r, roundSeed) =>
     console.log(

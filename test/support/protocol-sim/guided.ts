@@ -16,9 +16,7 @@ import { seededRandom } from '@fenced/test-utils/seeded-random';
 import {
   F27_CHAIN,
   NEMESIS_STEPS,
-  cutArbitrary,
-  faultArbitrary,
-  nemesisCaseArbitrary,
+  nemesisArbitraries,
   runNemesis,
   type ClientSettings,
   type Cut,
@@ -77,7 +75,23 @@ export async function guidedSearch(options: {
   readonly every?: number;
   /** Runs spent shrinking one violation at most. @defaultValue 400 */
   readonly maxShrinkRuns?: number;
+  /**
+   * Cases with Redis Cluster members and the Cluster faults (nemesis.ts, `clusterCaseArbitrary`); the chain followed
+   * is then F29's (cluster-faults.ts).
+   */
+  readonly cluster?: boolean;
+  /**
+   * Fixes part of every case the search runs (a focus, as `without` is one): e.g. three nodes of which two are Cluster
+   * members. @defaultValue every case as drawn and mutated
+   */
+  readonly shape?: (c: NemesisCase) => NemesisCase;
 }): Promise<GuidedReport> {
+  const shape = options.shape ?? ((c: NemesisCase) => c);
+  const {
+    cases: nemesisCaseArbitrary,
+    cuts: cutArbitrary,
+    faults: faultArbitrary,
+  } = nemesisArbitraries(options.cluster === true);
   const variant = options.variant ?? 'real';
   const without = options.without ?? [];
   const random = seededRandom(options.seed);
@@ -95,7 +109,7 @@ export async function guidedSearch(options: {
   };
   const fresh = (): NemesisCase => {
     const c = draw(nemesisCaseArbitrary);
-    return { ...c, cuts: c.cuts.filter(allowed) };
+    return shape({ ...c, cuts: c.cuts.filter(allowed) });
   };
   /** A case with its palette widened to every kind its cuts use (a mutation's new cut must strike). */
   const withPalette = (c: NemesisCase, cuts: Cut[]): NemesisCase => {
@@ -160,7 +174,7 @@ export async function guidedSearch(options: {
         c = { ...c, nodes: 3 };
       }
     }
-    return withPalette(c, cuts);
+    return shape(withPalette(c, cuts));
   };
 
   const started = performance.now();

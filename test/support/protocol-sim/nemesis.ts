@@ -29,6 +29,9 @@ import { seededRandom } from '@fenced/test-utils/seeded-random';
 import { settingsRecord } from '../../../packages/coordinator/src/nodes/cluster-settings.js';
 import type { ProtocolContext } from '../../../packages/coordinator/src/nodes/protocol-node.js';
 import { repairNode, type RepairContext } from '../../../packages/coordinator/src/nodes/repair.js';
+import { repairEmptySlots } from '../../../packages/coordinator/src/nodes/cluster/slot-repair.js';
+import type { NodeConnection } from '../../../packages/coordinator/src/nodes/node-connection.js';
+import { keySlot } from '../../../packages/coordinator/src/keys/slots.js';
 import { resolveOptions } from '../../../packages/coordinator/src/options.js';
 import { Releaser } from '../../../packages/coordinator/src/protocol/release.js';
 import { resourceKeys, type KeyLayout } from '../../../packages/coordinator/src/keys/key-layout.js';
@@ -44,6 +47,16 @@ import { mutatedScript } from './mutants.js';
 import { HOUR_MS, SIM_REPAIR_TIMING } from './scenario.js';
 import { acquireRetried, holdLease, newHolderHistory, watchReleases } from './sim-holder.js';
 import { SimRedisNode } from './sim-redis-node.js';
+import {
+  CLUSTER_STEPS,
+  clusterFaultArbitrary,
+  f29Progress,
+  lookForSlotGaps,
+  strikeClusterFault,
+  type ClusterFault,
+  type ClusterRun,
+} from './cluster-faults.js';
+import { SimCluster, SimClusterMember } from './sim-cluster-member.js';
 import { SimNode, SimWorld, type ProcessClock, type ProcessGate } from './sim-world.js';
 
 const EPOCH_MS = 1_795_000_000_000;
@@ -58,6 +71,8 @@ const TTL_MS = 1_000;
 const MAX_TTL_MS = 1_000;
 /** Events per run. */
 export const NEMESIS_STEPS = 1_500;
+/** Events a case with Cluster members runs after NEMESIS_STEPS (no cut at an event is drawn past NEMESIS_STEPS). */
+export const CLUSTER_TAIL_STEPS = 500;
 
 /**
  * The steps the coverage counts report: every script the simulated processes run, the fold pass, a completed grant
@@ -95,7 +110,8 @@ export type Fault =
   | { readonly kind: 'fold-all' }
   | { readonly kind: 'pause'; readonly process: number; readonly ms: number }
   | { readonly kind: 'skew'; readonly process: number; readonly ms: number }
-  | { readonly kind: 'start-client'; readonly settings: ClientSettings; readonly skewMs: number };
+  | { readonly kind: 'start-client'; readonly settings: ClientSettings; readonly skewMs: number }
+  | ClusterFault;
 
 export interface Cut {
   /**
@@ -104,7 +120,7 @@ export interface Cut {
    * 3rd `repair-raise`, the 5th `acquire`), before anything else happens.
    */
   readonly step: number;
-  readonly after?: StepName;
+  readonly after?: StepName | (typeof CLUSTER_STEPS)[number];
   readonly fault: Fault;
 }
 
@@ -118,6 +134,11 @@ export interface NemesisCase {
    * few kinds and each strikes more often. @defaultValue every kind
    */
   readonly palette?: readonly Fault['kind'][];
+  /**
+   * The last `members` nodes are Redis Cluster members of `shards` shards each (sim-cluster-member.ts), the others
+   * standalone. @defaultValue every node standalone
+   */
+  readonly cluster?: { readonly members: number; readonly shards: number };
 }
 
 /** Which protection is on: the shipped scripts, or a negative control's mutant. */
@@ -134,7 +155,13 @@ export type NemesisVariant =
   /** extend.lua prolongs the lease key whoever holds it (no compare before the PEXPIRE: F11). */
   | 'extend-ownership-off'
   /** The modelled guard with one protection off (guard-model.ts). */
-  | GuardVariant;
+  | GuardVariant
+  /**
+   * The slot rule off (DESIGN §3c, as before the F29 fix): a Cluster slot votes while its incarnation key is present,
+   * whatever shard stamped it and whichever of its keys are missing, and records promises in each resource's
+   * register (include/node-state.lua's stamp taken as absent).
+   */
+  | 'slot-rule-off';
 
 export interface NemesisResult {
   readonly grants: readonly GrantRecord[];
@@ -163,7 +190,10 @@ export interface NemesisResult {
    * and the pieces of F27's chain this run reached (`F27_CHAIN`, in their order).
    */
   readonly features: ReadonlySet<string>;
-  /** The furthest piece of `F27_CHAIN` this run reached (1–10; 0 for none). */
+  /**
+   * The furthest piece of `F27_CHAIN` this run reached (1–10; 0 for none); in a case with Cluster members, of
+   * `F29_CHAIN` (cluster-faults.ts).
+   */
   readonly progress: number;
   readonly log: readonly string[];
 }
@@ -223,6 +253,14 @@ function mutants(variant: NemesisVariant): Map<ScriptName, string> {
     'finish-repair',
     'fold',
   ];
+  const slotScripts: ScriptName[] = ['repair-read-slot', 'fold-slot', 'probe-shard', 'settings'];
+  if (variant === 'slot-rule-off') {
+    replace(
+      [...all, ...slotScripts],
+      "  local at = string.find(incarnation, '@', 1, true)\n",
+      '  local at = nil\n',
+    );
+  }
   if (variant === 'floor-rule-off') replace(all, '  return max_token(cur, floor)\nend', '  return cur\nend');
   if (variant === 'seal-off') {
     replace(['acquire'], '  if caller_epoch ~= epoch then\n    return {13, epoch}\n  end\n', '');
@@ -294,15 +332,41 @@ export async function runNemesis(
   const n = c.nodes;
   const quorum = quorumOf(n);
   const replaced = mutants(variant);
-  const models = Array.from({ length: n }, (_, i) => new SimRedisNode(i, () => world.time));
   const keysOf = (resource: string, layout: KeyLayout) => resourceKeys('fenced', resource, layout);
   const seeded = random() < 0.5 ? 0n : 1_900_000_000_000_000_000n;
   const RESOURCES = random() < 0.5 ? ALL_RESOURCES.slice(0, 1) : ALL_RESOURCES;
   const fillers = int(0, 3);
+  const clusterMembers = Math.min(c.cluster?.members ?? 0, n);
+  const clusterSlots = [
+    ...RESOURCES.map((r) => keySlot(keysOf(r, 'fenced').token)),
+    ...Array.from({ length: fillers }, (_, i) => keySlot(resourceKeys('fenced', `filler-${i}`).token)),
+  ];
+  const models: (SimRedisNode | SimCluster)[] = Array.from({ length: n }, (_, i) =>
+    i >= n - clusterMembers
+      ? new SimCluster(i, () => world.time, c.cluster?.shards ?? 2, clusterSlots)
+      : new SimRedisNode(i, () => world.time),
+  );
+  const clusters = models.filter((m): m is SimCluster => m instanceof SimCluster);
+  const standalone = models.filter((m): m is SimRedisNode => m instanceof SimRedisNode);
+  /** One process's connection to node `i`: a SimNode, or a SimClusterMember for a Cluster member. */
+  const connect = (
+    model: SimRedisNode | SimCluster,
+    name: string,
+    scale: number | undefined,
+    count: number,
+    gate: ProcessGate,
+  ) =>
+    model instanceof SimCluster
+      ? new SimClusterMember(world, model, name, scale, count, gate)
+      : new SimNode(world, model, name, scale, count, gate);
   for (const model of models) {
     for (const [name, source] of replaced) model.scriptSources.set(name, source);
-    model.initialize();
-    model.setSettings(settingsRecord({ maxTtlMs: MAX_TTL_MS, nodeCount: n, keyLayout: 'fenced' }));
+    const settings = settingsRecord({ maxTtlMs: MAX_TTL_MS, nodeCount: n, keyLayout: 'fenced' });
+    if (model instanceof SimCluster) model.initialize(settings);
+    else {
+      model.initialize();
+      model.setSettings(settings);
+    }
     if (seeded > 0n) for (const r of RESOURCES) model.setRegister(keysOf(r, 'fenced').token, seeded);
     for (let i = 0; i < fillers; i++)
       model.setRegister(resourceKeys('fenced', `filler-${i}`).token, 1_000n + BigInt(i));
@@ -311,7 +375,10 @@ export async function runNemesis(
   const grants: GrantRecord[] = [];
   const guard = new GuardModel(isGuardVariant(variant) ? variant : null);
   const held = newHolderHistory();
-  const watched = models.map((model) => watchReleases(model, world, held));
+  // A standalone node's releases are watched for trespasses (sim-holder.ts); a Cluster member's are not.
+  const watched = models.map((model) =>
+    model instanceof SimRedisNode ? watchReleases(model, world, held) : model,
+  );
   const processes: Process[] = [];
   const cutAfter = new Set<string>();
   let lastStep = 'start';
@@ -330,7 +397,7 @@ export async function runNemesis(
     const layout: KeyLayout = settings === 'other-layout' ? 'redlock' : 'fenced';
     const nodeCount = settings === 'other-node-count' ? (n === 3 ? 5 : 3) : n;
     const context: ProtocolContext = {
-      nodes: watched.map((model) => new SimNode(world, model, name, clock.timerScale, nodeCount, gate)),
+      nodes: watched.map((model) => connect(model, name, clock.timerScale, nodeCount, gate)),
       quorum,
       settings: settingsOf({
         maxTtlMs: settings === 'long-ttl' ? 60_000 : MAX_TTL_MS,
@@ -402,11 +469,15 @@ export async function runNemesis(
 
   const startRepairer = (node: number): void => {
     if (models[node]!.incarnation() !== null) return;
+    if (models[node] instanceof SimCluster) {
+      startSlotRepairer(node);
+      return;
+    }
     const name = `r${processes.length}-n${node}`;
     const gate = newGate();
     const closing = new AbortController();
     processes.push({ name, gate, kind: 'repairer', node, closing, restart: () => startRepairer(node) });
-    const nodes = models.map((model) => new SimNode(world, model, name, 1, n, gate));
+    const nodes = models.map((model) => connect(model, name, 1, n, gate));
     const context: RepairContext = {
       nodes,
       quorum,
@@ -428,6 +499,48 @@ export async function runNemesis(
     void repairNode(context, nodes[node]!, SIM_REPAIR_TIMING).then(() => {
       if (models[node]!.incarnation() !== null) unrepaired.delete(node);
     }, retry);
+  };
+
+  /**
+   * The slot repair of a Cluster member (the coordinator's repairEmptySlots): every slot of it that a probe finds
+   * unable to vote, repaired from the same slot of the other members. Taken up again, as a standalone repair is, when
+   * it stops or leaves slots empty while the member still has slots that do not vote.
+   */
+  const startSlotRepairer = (node: number): void => {
+    const name = `r${processes.length}-n${node}`;
+    const gate = newGate();
+    const closing = new AbortController();
+    processes.push({ name, gate, kind: 'repairer', node, closing, restart: () => startSlotRepairer(node) });
+    const nodes = models.map((model) => connect(model, name, 1, n, gate));
+    const context: RepairContext = {
+      nodes,
+      quorum,
+      clock: world.clock({}, gate),
+      callTimeoutMs: TTL_MS,
+      closing: closing.signal,
+      status: () => undefined,
+      reportError: () => undefined,
+      newId,
+    };
+    const target = nodes[node] as SimClusterMember;
+    const again = (): void => {
+      if (gate.dead || models[node]!.incarnation() !== null) return;
+      world.processAt(
+        undefined,
+        world.time + SIM_REPAIR_TIMING.markerTtlMs,
+        `retry slot repair of n${node}`,
+        () => startSlotRepairer(node),
+      );
+    };
+    void repairEmptySlots(
+      context,
+      nodes as unknown as readonly NodeConnection[],
+      target.asClusterMember(),
+      SIM_REPAIR_TIMING,
+    ).then(() => {
+      if (models[node]!.incarnation() !== null) unrepaired.delete(node);
+      else again();
+    }, again);
   };
 
   const strike = (fault: Fault): void => {
@@ -482,6 +595,10 @@ export async function runNemesis(
       case 'start-client':
         startClient(fault.settings, fault.skewMs);
         return;
+      case 'shard-amnesia':
+      case 'migrate-slot':
+        strikeClusterFault(clusterRun, fault);
+        return;
     }
   };
 
@@ -494,7 +611,8 @@ export async function runNemesis(
   /** The highest token granted (completed) for each resource so far. */
   const granted = new Map<string, bigint>();
   const lookForShadows = (): void => {
-    for (const model of models) {
+    if (clusters.length > 0) lookForSlotGaps(clusterRun);
+    for (const model of standalone) {
       if (model.incarnation() === null) continue;
       const floor = model.floor();
       for (const [key, value] of model.registers()) {
@@ -540,6 +658,8 @@ export async function runNemesis(
     );
   const noteGrant = (resource: string, token: bigint): void => {
     const key = keysOf(resource, 'fenced').token;
+    if (token < (granted.get(key) ?? 0n) && features.has('slot-gap'))
+      features.add('slot-grant-below-granted');
     if (token < (granted.get(key) ?? 0n)) {
       features.add(
         features.has('shadowed-gap') ? 'grant-below-granted' : 'grant-below-granted (no gap before)',
@@ -566,6 +686,24 @@ export async function runNemesis(
     if ((fault.kind === 'stop-repair' || fault.kind === 'crash') && partialCopy())
       features.add('stopped-partial');
     if (fault.kind.startsWith('fold') && partialCopy()) features.add('fold-while-partial');
+  };
+  const clusterRun: ClusterRun = {
+    world,
+    clusters,
+    features,
+    tokenKeys,
+    granted,
+    stepDone: (step) => stepDone(step),
+    repair: (index) => startRepairer(index),
+    quorum,
+    votersBelow: (key, g) =>
+      models.filter((model) =>
+        model instanceof SimCluster
+          ? !model.migrations.has(keySlot(key)) && model.slotVotes(keySlot(key)) && model.answer(key) < g
+          : model.incarnation() !== null && model.answer(key) < g,
+      ).length,
+    mayLose: (index) =>
+      unrepaired.has(index) || unrepaired.size < n - quorum ? (unrepaired.add(index), true) : false,
   };
   const inPalette = (cut: Cut): boolean => c.palette === undefined || c.palette.includes(cut.fault.kind);
   const cuts = c.cuts
@@ -596,7 +734,9 @@ export async function runNemesis(
     }
   }
   await world.run({
-    maxSteps: options.maxSteps ?? NEMESIS_STEPS,
+    // A case with Cluster members runs CLUSTER_TAIL_STEPS events more after the last a cut can strike at: a slot move
+    // takes tens of events, and what it left behind needs grants after it to show.
+    maxSteps: options.maxSteps ?? NEMESIS_STEPS + (clusters.length > 0 ? CLUSTER_TAIL_STEPS : 0),
     untilMs: Number.MAX_SAFE_INTEGER,
     afterEach: () => {
       while (next < cuts.length && cuts[next]!.step <= world.steps) {
@@ -621,7 +761,10 @@ export async function runNemesis(
     g2: g2Violations(grants).map((v) => v.text),
     ...checkHistory({ commits: guard.commits, ...held }),
   };
-  const progress = F27_CHAIN.reduce((max, piece, i) => (features.has(piece) ? i + 1 : max), 0);
+  const progress =
+    clusters.length > 0
+      ? f29Progress(features)
+      : F27_CHAIN.reduce((max, piece, i) => (features.has(piece) ? i + 1 : max), 0);
   return {
     grants,
     violation: Object.values(checks).flat()[0] ?? null,
@@ -715,3 +858,44 @@ export const nemesisCaseArbitrary: fc.Arbitrary<NemesisCase> = fc.record({
   cuts: fc.array(cutArbitrary, { maxLength: 32 }),
   palette: fc.subarray([...FAULT_KINDS], { minLength: 1 }),
 });
+
+/** Every fault kind of a case with Cluster members: the standalone kinds and cluster-faults.ts's. */
+const CLUSTER_FAULT_KINDS: readonly Fault['kind'][] = [...FAULT_KINDS, 'shard-amnesia', 'migrate-slot'];
+
+/** A fault of a case with Cluster members: half of them the Cluster faults (shard restarts, slot moves). */
+export const clusterCaseFaultArbitrary: fc.Arbitrary<Fault> = fc.oneof(faultArbitrary, clusterFaultArbitrary);
+
+export const clusterCutArbitrary: fc.Arbitrary<Cut> = fc.oneof(
+  fc.record({ step: fc.nat({ max: NEMESIS_STEPS - 1 }), fault: clusterCaseFaultArbitrary }),
+  fc.record({
+    step: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) }, fc.integer({ min: 1, max: 12 })),
+    after: fc.constantFrom<NonNullable<Cut['after']>>(
+      ...COVERAGE_KEYS.filter((key) => key !== 'start' && key !== 'fold'),
+      ...CLUSTER_STEPS,
+    ),
+    fault: clusterCaseFaultArbitrary,
+  }),
+);
+
+/**
+ * A case with mixed members (DESIGN §3c): 3 or 5 nodes of which the last one or two are Redis Cluster members of two
+ * or three shards, with the Cluster faults among the cuts.
+ */
+export const clusterCaseArbitrary: fc.Arbitrary<NemesisCase> = fc.record({
+  nodes: fc.constantFrom(3, 5),
+  seed: fc.nat({ max: 2 ** 31 - 1 }),
+  cuts: fc.array(clusterCutArbitrary, { maxLength: 32 }),
+  palette: fc.subarray([...CLUSTER_FAULT_KINDS], { minLength: 1 }),
+  cluster: fc.record({ members: fc.integer({ min: 1, max: 2 }), shards: fc.constantFrom(2, 3) }),
+});
+
+/** The arbitraries of a search: standalone nodes only, or mixed members (`cluster`). */
+export function nemesisArbitraries(cluster: boolean): {
+  readonly cases: fc.Arbitrary<NemesisCase>;
+  readonly cuts: fc.Arbitrary<Cut>;
+  readonly faults: fc.Arbitrary<Fault>;
+} {
+  return cluster
+    ? { cases: clusterCaseArbitrary, cuts: clusterCutArbitrary, faults: clusterCaseFaultArbitrary }
+    : { cases: nemesisCaseArbitrary, cuts: cutArbitrary, faults: faultArbitrary };
+}

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { addRun, newCoverage, type Coverage } from './coverage.js';
 import { shrink } from './guided.js';
 import {
+  nemesisArbitraries,
   nemesisCaseArbitrary,
   runNemesis,
   type ClientSettings,
@@ -55,12 +56,15 @@ export async function searchNemesis(options: {
   readonly onRound?: (report: SearchReport, seed: number) => void;
   /** Processes started with these settings are left out (to look past a violation already found). */
   readonly without?: readonly ClientSettings[];
+  /** Cases with Redis Cluster members and the Cluster faults (nemesis.ts, `clusterCaseArbitrary`). */
+  readonly cluster?: boolean;
 }): Promise<SearchReport> {
   const without = options.without ?? [];
+  const all = nemesisArbitraries(options.cluster === true).cases;
   const cases =
     without.length === 0
-      ? nemesisCaseArbitrary
-      : nemesisCaseArbitrary.map((c) => ({
+      ? all
+      : all.map((c) => ({
           ...c,
           cuts: c.cuts.filter(
             (cut) => cut.fault.kind !== 'start-client' || !without.includes(cut.fault.settings),
