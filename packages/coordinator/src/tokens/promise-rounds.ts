@@ -48,6 +48,12 @@ export async function promiseRounds(
   proposer: TokenProposer,
   request: { readonly resource: string; readonly keys: ResourceKeys; readonly leaseId: string },
   refused: bigint,
+  /**
+   * The nodes to ask, by index: those whose acquire granted this lease. A promise is asked only where the lease
+   * record already stands, so that it fixes the record's token to the one it promises (promise.lua); a node whose
+   * acquire arrives after its promise would keep the refused guess (acquire.lua, "The record's token").
+   */
+  granted: (index: number) => boolean,
 ): Promise<PromiseRoundsResult> {
   const { resource, keys, leaseId } = request;
   const timeout = context.settings.nodeTimeoutMs;
@@ -57,7 +63,9 @@ export async function promiseRounds(
     if (proposal === null) return { kind: 'exhausted' };
     previous = proposal;
     const result = await fanOut(
-      votingCalls(context, (node) => node.promise(timeout, keys, leaseId, proposal)),
+      votingCalls(context, (node) => node.promise(timeout, keys, leaseId, proposal)).map((call, index) =>
+        granted(index) ? call : null,
+      ),
       (reply) => reply.kind === 'promised',
     );
     context.noteAbstentions(result.replies);
