@@ -56,7 +56,7 @@
 -- - One lease id's proposals only grow (tokens/proposal.ts), so the kept token is the highest proposal of the lease
 --   that reached this node: at most the grant's token, never above it.
 -- Tests that fail without it: test/integration/coordinator/record-token.test.ts (a duplicated acquire on real nodes),
--- test/unit/coordinator/protocol/lease-retries.test.ts (the simulation's `acquire-lowers-record` control).
+-- test/unit/coordinator/protocol/lease-retries.test.ts (the simulation's `record-token-off` control).
 --
 -- Tokens are compared as decimal strings (length, then two parts of at most ten digits, include/decimal-token.lua):
 -- Lua numbers are doubles and lose precision above 2^53, so a whole token is never passed through tonumber.
