@@ -15,14 +15,18 @@
  *   noeviction, and a node that restarted empty abstains until repaired (nodes/repair.ts keeps this argument
  *   valid for that case).
  *
+ * The rounds ask only the nodes whose acquire granted the lease (`granted`), so each promise finds the lease record
+ * and fixes its token (promise.lua): an extend or inspect then reports the grant's token (acquire.lua, "The record's
+ * token"). No token argument rests on which nodes are asked: a token still needs a majority of promises.
+ *
  * Proposals are guesses (tokens/proposal.ts): a good guess lets the first round — folded into the acquire's own
  * script — finish in one round trip. A refused guess costs this second round, proposing above every `cur` the
  * refusals reported. The rounds are bounded: refusals here mean other grants minted tokens meanwhile, and the
  * caller's wait loop retries the whole attempt.
  *
  * Tests that fail when this breaks: test/unit/coordinator/protocol/acquire-attempt.test.ts (a token accepted on fewer than
- * a quorum of promises), the protocol simulation (test/unit/coordinator/protocol/protocol-simulation.test.ts), and the
- * fault suite's token checker on real nodes.
+ * a quorum of promises; a second round sent to a node whose grant is not in), the protocol simulation
+ * (test/unit/coordinator/protocol/protocol-simulation.test.ts), and the fault suite's token checker on real nodes.
  */
 import type { QuorumUnavailableError } from '@fenced/shared';
 import type { ResourceKeys } from '../keys/key-layout.js';
