@@ -136,7 +136,7 @@ console.log(
     `guarded transactions (G3, G4, G5), ${report.found.length} violations, ${Math.round(report.elapsedMs / 1000)} s`,
 );
 console.log(
-  `extends that reported a token below their grant's (not a violation): ${report.lowerExtendTokens}`,
+  `extends that reported a token below their grant's (each a violation): ${report.lowerExtendTokens}`,
 );
 for (const line of formatCoverage(report.detail, report.schedules)) console.log(line);
 process.exit(report.found.length === 0 ? 0 : 1);

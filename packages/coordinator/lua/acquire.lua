@@ -40,6 +40,24 @@
 --                   (`v`); nothing written. The caller re-reads the cluster's settings before its next round.
 -- An argument count that does not match KEYS is an error reply (a caller bug, never a vote).
 --
+-- The record's token (what extend.lua and inspect.lua report, so the HTTP extend by lease id and `inspect()`): the
+-- proposal, except that a record already holding this lease keeps its token when that is higher. Without that, a
+-- duplicated acquire message of the same lease id (a network duplicate, or one delivered late) sets a record that
+-- promise.lua fixed to the grant's token t back to the refused first guess g < t — which may be another grant's token —
+-- and an extend or inspect whose majority holds only such records reports g (docs/design.md, "The lease record's
+-- token"). Why this keeps every promise:
+-- - The register is written exactly as before (only `greater(proposal, cur)` sets it), so uniqueness and monotonicity
+--   of tokens (G2), and with them G1, G3, G4, G5, rest on nothing this changes; the lease key, its ttl and the
+--   ownership checks are as before, so lease exclusion is unchanged too.
+-- - A kept token is one already in this lease's own record on this node: never another lease's (the record is another
+--   holder's => the proposal is written, and the call is HELD anyway), and never above what this node holds as cur:
+--   every record token is a proposal this node promised (= cur then) or refused (<= cur then), and cur only grows.
+--   So promise.lua, which writes only t > cur, still only raises a record's token.
+-- - One lease id's proposals only grow (tokens/proposal.ts), so the kept token is the highest proposal of the lease
+--   that reached this node: at most the grant's token, never above it.
+-- Tests that fail without it: test/integration/coordinator/record-token.test.ts (a duplicated acquire on real nodes),
+-- test/unit/coordinator/protocol/lease-retries.test.ts (the simulation's `record-token-off` control).
+--
 -- Tokens are compared as decimal strings (length, then two parts of at most ten digits, include/decimal-token.lua):
 -- Lua numbers are doubles and lose precision above 2^53, so a whole token is never passed through tonumber.
 
@@ -61,6 +79,20 @@ local epoch = seal_epoch(KEYS[3])
 local recorded = recorded_settings(KEYS[4])
 local max_ttl = recorded.max_ttl
 local node_count = ARGV[4 * n + 1]
+
+-- The token part of the record this acquire writes (the header's "The record's token"): the proposal, unless the
+-- record already holds this lease with a higher token — a duplicated or retried acquire never sets it back.
+local function record_token(record_key, lease_id, proposal)
+  local current = redis.call('GET', record_key)
+  if current == false or lease_holder(current) ~= lease_id then
+    return proposal
+  end
+  local kept = lease_token(current)
+  if is_token(kept) and greater(kept, proposal) then
+    return kept
+  end
+  return proposal
+end
 
 local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, proposal, caller_epoch)
   if not initialized then
@@ -85,7 +117,7 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   -- earlier attempt of this same acquire reached this node), so retries never block themselves and renew it; any
   -- other value belongs to someone else (in the 'redlock' layout also a key another program set, e.g. node-redlock
   -- itself). Script time stands still, so a key present for NX is still present for the GET.
-  local record = lease_id .. '|' .. proposal
+  local record = lease_id .. '|' .. record_token(record_key, lease_id, proposal)
   local value = record_key == lease_key and record or lease_id
   -- A record of its own is held too (keys/key-layout.ts): with node-redlock's key beside a 'fenced' record, a Coordinator
   -- holds only the record, so it is checked before the lease key is taken.

@@ -15,11 +15,11 @@
  * - **G5**: a retried guarded write with the same operation id takes effect once: at most one commit per
  *   (resource, operation id); every answer that reports it done carries that commit's result; and no retry is told
  *   "stale, nothing written" after its operation committed.
- * - **Lease retries**: an extend (retried when its replies were lost, as the keep-alive loop does) never reports a
- *   token above its grant's (extend never mints one, and never prolongs a later lease); a release (retried,
- *   duplicated, late) never deletes another lease's key. An extend that reports a token *below* its grant's is not a
- *   violation of a promise but is counted (`lowerExtendTokens`): a node's lease record can hold the attempt's first
- *   proposal, which that node never promised (docs/simulation.md, "Found on the way").
+ * - **Lease retries**: an extend (retried when its replies were lost, as the keep-alive loop does) reports its grant's
+ *   token: never above it (extend never mints one, and never prolongs a later lease), and never below it (a record
+ *   set back to the attempt's refused first guess by a duplicated acquire, or written by an acquire that arrived
+ *   after its node's promise: acquire.lua's "The record's token", docs/simulation.md "Found on the way"); a release
+ *   (retried, duplicated, late) never deletes another lease's key.
  */
 import type { CommitRecord, PresentedGrant } from './guard-model.js';
 
@@ -170,6 +170,11 @@ export function leaseRetryViolations(
         `lease: an extend of ${describe(e.grant)} succeeded at #${e.seq} reporting token ${e.token}: ` +
           'an extension keeps its own token and never prolongs a later lease',
       );
+    } else if (e.token < e.grant.token) {
+      out.push(
+        `lease: an extend of ${describe(e.grant)} succeeded at #${e.seq} reporting the lower token ${e.token}: ` +
+          'the lease record holds a token the lease was not granted',
+      );
     }
   }
   for (const t of trespasses) {
@@ -180,7 +185,7 @@ export function leaseRetryViolations(
   return out;
 }
 
-/** Extends that reported a token below their grant's (see the file comment). */
+/** Extends that reported a token below their grant's (each also a violation; `npm run sim` prints the total). */
 export function lowerExtendTokens(extensions: readonly ExtendRecord[]): number {
   return extensions.filter((e) => e.token < e.grant.token).length;
 }

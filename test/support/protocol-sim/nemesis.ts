@@ -154,6 +154,8 @@ export type NemesisVariant =
   | 'release-ownership-off'
   /** extend.lua prolongs the lease key whoever holds it (no compare before the PEXPIRE: F11). */
   | 'extend-ownership-off'
+  /** acquire.lua writes the record's token as its proposal even over a higher token of the same lease (as before). */
+  | 'record-token-off'
   /** The modelled guard with one protection off (guard-model.ts). */
   | GuardVariant
   /**
@@ -171,7 +173,7 @@ export interface NemesisResult {
   readonly checks: Readonly<Record<'g2' | 'g3' | 'g4' | 'g5' | 'leases', readonly string[]>>;
   /** Guarded transactions committed at the modelled guard. */
   readonly commits: number;
-  /** Extends that reported a token below their grant's (checkers.ts `lowerExtendTokens`; not a violation). */
+  /** Extends that reported a token below their grant's (checkers.ts `lowerExtendTokens`; each also a violation). */
   readonly lowerExtendTokens: number;
   /** Every step that ran at least once (a script by name, as in COVERAGE_KEYS). */
   readonly stepsRun: ReadonlySet<string>;
@@ -278,6 +280,13 @@ function mutants(variant: NemesisVariant): Map<ScriptName, string> {
       ['extend'],
       "if value == false or lease_holder(value) ~= ARGV[1] then\n  return {2}\nend\nredis.call('PEXPIRE', KEYS[3], ARGV[2])",
       "if value == false then\n  return {2}\nend\nredis.call('PEXPIRE', KEYS[3], ARGV[2])",
+    );
+  }
+  if (variant === 'record-token-off') {
+    replace(
+      ['acquire'],
+      "local record = lease_id .. '|' .. record_token(record_key, lease_id, proposal)",
+      "local record = lease_id .. '|' .. proposal",
     );
   }
   if (variant === 'settings-check-off') {

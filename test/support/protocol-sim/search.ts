@@ -37,7 +37,7 @@ export interface SearchReport {
   readonly detail: Coverage;
   /** Guarded transactions committed at the modelled guard, over all schedules. */
   readonly commits: number;
-  /** Extends that reported a token below their grant's (checkers.ts; counted, not a violation). */
+  /** Extends that reported a token below their grant's (checkers.ts; each also a violation). */
   readonly lowerExtendTokens: number;
   readonly elapsedMs: number;
 }

@@ -186,7 +186,15 @@ async function attemptOnce(
   // The lease won a majority. The token is valid only if a majority also promised it (DESIGN §3).
   let token = proposal;
   if (promised < context.quorum) {
-    const second = await promiseRounds(context, deps.proposer, request, proposal);
+    // Only the nodes whose grant is in: there the record stands, and a promise fixes its token (acquire.lua).
+    const grantedAt = result.replies.map((r) => r.state === 'ok' && r.value.kind === 'granted');
+    const second = await promiseRounds(
+      context,
+      deps.proposer,
+      request,
+      proposal,
+      (i) => grantedAt[i] === true,
+    );
     if (second.kind !== 'promised') {
       await deps.releaser.undoAttempt(keys, leaseId);
       return second.kind === 'unavailable' || second.kind === 'exhausted'

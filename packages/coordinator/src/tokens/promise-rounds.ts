@@ -15,14 +15,18 @@
  *   noeviction, and a node that restarted empty abstains until repaired (nodes/repair.ts keeps this argument
  *   valid for that case).
  *
+ * The rounds ask only the nodes whose acquire granted the lease (`granted`), so each promise finds the lease record
+ * and fixes its token (promise.lua): an extend or inspect then reports the grant's token (acquire.lua, "The record's
+ * token"). No token argument rests on which nodes are asked: a token still needs a majority of promises.
+ *
  * Proposals are chosen by tokens/proposal.ts: a good proposal lets the first round — folded into the acquire's own
  * script — finish in one round trip. A refused proposal costs this second round, proposing above every register
  * value (`cur`) the refusals reported. The rounds are bounded: refusals here mean other grants minted tokens meanwhile, and the
  * caller's wait loop retries the whole attempt.
  *
  * Tests that fail when this breaks: test/unit/coordinator/protocol/acquire-attempt.test.ts (a token accepted on fewer than
- * a quorum of promises), the protocol simulation (test/unit/coordinator/protocol/protocol-simulation.test.ts), and the
- * fault suite's token checker on real nodes.
+ * a quorum of promises; a second round sent to a node whose grant is not in), the protocol simulation
+ * (test/unit/coordinator/protocol/protocol-simulation.test.ts), and the fault suite's token checker on real nodes.
  */
 import type { QuorumUnavailableError } from '@fenced/shared';
 import type { ResourceKeys } from '../keys/key-layout.js';
@@ -48,6 +52,12 @@ export async function promiseRounds(
   proposer: TokenProposer,
   request: { readonly resource: string; readonly keys: ResourceKeys; readonly leaseId: string },
   refusedProposal: bigint,
+  /**
+   * The nodes to ask, by index: those whose acquire granted this lease. A promise is asked only where the lease
+   * record already stands, so that it fixes the record's token to the one it promises (promise.lua); a node whose
+   * acquire arrives after its promise would keep the refused proposal (acquire.lua, "The record's token").
+   */
+  granted: (index: number) => boolean,
 ): Promise<PromiseRoundsResult> {
   const { resource, keys, leaseId } = request;
   const timeout = context.settings.nodeTimeoutMs;
@@ -57,7 +67,9 @@ export async function promiseRounds(
     if (proposal === null) return { kind: 'exhausted' };
     previousProposal = proposal;
     const result = await fanOut(
-      votingCalls(context, (node) => node.promise(timeout, keys, leaseId, proposal)),
+      votingCalls(context, (node) => node.promise(timeout, keys, leaseId, proposal)).map((call, index) =>
+        granted(index) ? call : null,
+      ),
       (reply) => reply.kind === 'promised',
     );
     context.noteAbstentions(result.replies);

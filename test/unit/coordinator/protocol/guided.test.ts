@@ -8,7 +8,7 @@ import { runNemesis } from '../../../support/protocol-sim/nemesis.js';
 
 const SEARCH_TIMEOUT_MS = 180_000;
 /** Schedules of the guided slice; `SIM_GUIDED_RUNS` raises it, `SIM_GUIDED_SEED` picks another seed. */
-const RUNS = Number(process.env.SIM_GUIDED_RUNS ?? 40);
+const RUNS = Number(process.env.SIM_GUIDED_RUNS ?? 60);
 const SEED = Number(process.env.SIM_GUIDED_SEED ?? 34);
 
 describe('the guided nemesis search', () => {
