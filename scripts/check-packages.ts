@@ -35,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { findOrStartPostgres } from '@fenced/test-utils/postgres';
 import { startRedisNodes } from '@fenced/test-utils/redis-cluster';
-import { documentedRunnableBlocks } from '../test/support/runnable-blocks.js';
+import { documentedRunnableBlocks } from '../test/fixtures/runnable-blocks.js';
 import { PUBLIC_PACKAGES, packAll } from './pack.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -39,8 +39,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TABLE = path.join(ROOT, 'test/mutants/mutants.json');
 const DOCS = path.join(ROOT, 'docs/mutation-testing.md');
 const SIMULATION_DOCS = path.join(ROOT, 'docs/mutation-simulation.md');
-/** What makes a test file one of the simulation's: it drives the protocol through test/support/protocol-sim/. */
-const SIMULATION_IMPORT = /from '[./]*\/support\/protocol-sim\//;
+/** What makes a test file one of the simulation's: it drives the protocol through test/fixtures/protocol-sim/. */
+const SIMULATION_IMPORT = /from '[./]*\/fixtures\/protocol-sim\//;
 /**
  * In `--simulation` mode a negative control is left out: it asserts that a search finds a *planted* bug within its
  * budget, so any change to the code under test (a mutant included) may move the search off it and fail the test
@@ -306,7 +306,7 @@ function verdictOf(runs: readonly TestRun[], assertionsOnly = false): MutantVerd
 }
 
 /**
- * The simulation's test files (those that import test/support/protocol-sim/), fastest first by their size: in
+ * The simulation's test files (those that import test/fixtures/protocol-sim/), fastest first by their size: in
  * `--simulation` mode they stand in for every mutant's killing tests, and a mutant's runs stop at the first kill.
  */
 function simulationTests(): KillingTest[] {
@@ -399,7 +399,7 @@ function writeDocs(results: readonly MutantResult[], baselineMs: number, totalMs
     '  killed.',
     '- Reachability is built, not hoped for: where a mutant is reachable only through a slow network or a split of',
     '  replies, its killing test builds exactly that — scripted virtual-time schedules in the unit tests',
-    '  (`test/support/protocol-sim/scripted-rig.ts`), fault proxies delaying chosen nodes, registers and lease keys',
+    '  (`test/fixtures/protocol-sim/scripted-rig.ts`), fault proxies delaying chosen nodes, registers and lease keys',
     '  written straight to the nodes, a Postgres backend seen blocked on the fence row.',
     '',
     '## The format: mutants that survive a move',
@@ -504,7 +504,7 @@ function writeSimulationDocs(
     '',
     'The mutation table ([mutation-testing.md](mutation-testing.md)) names, for each mutant, the tests written to kill',
     'it. This page asks a harder question (DESIGN §8): which mutants does the **simulation alone** kill — the test',
-    'files that drive the protocol through `test/support/protocol-sim/` (real Lua scripts on simulated nodes, the',
+    'files that drive the protocol through `test/fixtures/protocol-sim/` (real Lua scripts on simulated nodes, the',
     'nemesis, the searches), with no real-node test and no test written for that mutant.',
     '',
     '```',
@@ -560,7 +560,7 @@ async function main(): Promise<number> {
   assertClean('before the run');
   const located = locate(picked);
   const simulation = values.simulation ? simulationTests() : undefined;
-  if (simulation?.length === 0) throw new Error('no test file imports test/support/protocol-sim/');
+  if (simulation?.length === 0) throw new Error('no test file imports test/fixtures/protocol-sim/');
   const chosen =
     simulation === undefined ? located : located.map((m): Mutant => ({ ...m, killedBy: simulation }));
   if (simulation !== undefined) {

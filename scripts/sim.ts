@@ -1,5 +1,5 @@
 /**
- * `npm run sim`: the long randomized nemesis search of the protocol simulation (test/support/protocol-sim/nemesis.ts,
+ * `npm run sim`: the long randomized nemesis search of the protocol simulation (test/fixtures/protocol-sim/nemesis.ts,
  * search.ts), on the nodes' real Lua scripts.
  *
  *   npm run sim -- --minutes 5                  search for 5 minutes (default 3) from a seed drawn now
@@ -26,11 +26,11 @@ import {
   type ClientSettings,
   type NemesisCase,
   type NemesisVariant,
-} from '../test/support/protocol-sim/nemesis.js';
-import { F29_CHAIN } from '../test/support/protocol-sim/cluster-faults.js';
-import { formatCoverage } from '../test/support/protocol-sim/coverage.js';
-import { F27_CHAIN as F27, guidedSearch } from '../test/support/protocol-sim/guided.js';
-import { searchNemesis } from '../test/support/protocol-sim/search.js';
+} from '../test/fixtures/protocol-sim/nemesis.js';
+import { F29_CHAIN } from '../test/fixtures/protocol-sim/cluster-faults.js';
+import { formatCoverage } from '../test/fixtures/protocol-sim/coverage.js';
+import { F27_CHAIN as F27, guidedSearch } from '../test/fixtures/protocol-sim/guided.js';
+import { searchNemesis } from '../test/fixtures/protocol-sim/search.js';
 
 const { values } = parseArgs({
   options: {

@@ -18,10 +18,17 @@ import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { incarnationKey, resourceKeys, tokenKeyPattern } from '../fixtures/keys.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, seedRegistersAhead, tokenKey, unique } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
-import { WorkerProcess } from './support/worker-process.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, seedRegistersAhead, tokenKey, unique } from '../fixtures/fault/fault-world.js';
+import {
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  sleep,
+  until,
+  type Verdict,
+} from '../fixtures/fault/verdict.js';
+import { WorkerProcess } from '../fixtures/fault/worker-process.js';
 
 /** The longest lease anyone here takes (what the old repair sat out). */
 const MAX_TTL_MS = 3_000;

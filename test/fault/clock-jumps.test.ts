@@ -5,10 +5,15 @@ import type { Lease } from '@fenced/coordinator';
 import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
-import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
-import { FaultWorld, unique } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, sleep, type Verdict } from './support/verdict.js';
-import { WorkerProcess } from './support/worker-process.js';
+import {
+  holderIncrement,
+  readOutside,
+  recordedIncrement,
+  type WriteMode,
+} from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, unique } from '../fixtures/fault/fault-world.js';
+import { judge, recordedAcquire, recordedRelease, sleep, type Verdict } from '../fixtures/fault/verdict.js';
+import { WorkerProcess } from '../fixtures/fault/worker-process.js';
 
 /** Node 2 runs on its own clock. */
 const SHIFTED = 2;

@@ -22,9 +22,16 @@ import type { Coordinator } from '@fenced/coordinator';
 import { History } from '@fenced/test-utils/history';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import { keySlot, keysOf, nodeStateKeys } from '../fixtures/keys.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld } from '../fixtures/fault/fault-world.js';
+import {
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  sleep,
+  until,
+  type Verdict,
+} from '../fixtures/fault/verdict.js';
 
 let world: FaultWorld;
 const members: RedisClusterMember[] = [];

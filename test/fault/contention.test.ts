@@ -2,9 +2,9 @@
 // outlive their leases now and then, so holders overlap.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { History } from '@fenced/test-utils/history';
-import { FaultWorld, unique } from './support/fault-world.js';
-import { judge, type Verdict } from './support/verdict.js';
-import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
+import { FaultWorld, unique } from '../fixtures/fault/fault-world.js';
+import { judge, type Verdict } from '../fixtures/fault/verdict.js';
+import { runClients, type Protection, type WorkloadClient } from '../fixtures/fault/workload.js';
 
 const CLIENTS = 8;
 

@@ -16,8 +16,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
-import { FaultWorld, seedRegistersAhead, unique } from './support/fault-world.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
+import { FaultWorld, seedRegistersAhead, unique } from '../fixtures/fault/fault-world.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
 import {
   guardedCriticalSections,
   judge,
@@ -25,8 +25,8 @@ import {
   recordedRelease,
   until,
   type Verdict,
-} from './support/verdict.js';
-import { runClients, type WorkloadClient } from './support/workload.js';
+} from '../fixtures/fault/verdict.js';
+import { runClients, type WorkloadClient } from '../fixtures/fault/workload.js';
 
 /** The cluster's maxTtlMs: what the old repair made a flushed node wait. */
 const MAX_TTL_MS = 60_000;

@@ -18,7 +18,7 @@ import { History } from '@fenced/test-utils/history';
 import { keysOf, nodeKeysOf, tokenKeyPattern } from '../fixtures/keys.js';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
 import { seededRandom } from '@fenced/test-utils/seeded-random';
-import { recordedAcquire, recordedRelease, sleep } from './support/verdict.js';
+import { recordedAcquire, recordedRelease, sleep } from '../fixtures/fault/verdict.js';
 
 let env: RedisNodes;
 let raw: Redis[];

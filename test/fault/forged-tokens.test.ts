@@ -10,9 +10,9 @@ import type { GuardedStore } from '@fenced/guarded-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkGrantedTokens, combine } from '@fenced/test-utils/checkers';
 import { History } from '@fenced/test-utils/history';
-import { recordedIncrement, type Increment } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, unique, type CounterDb } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, type Verdict } from './support/verdict.js';
+import { recordedIncrement, type Increment } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, leaseRef, unique, type CounterDb } from '../fixtures/fault/fault-world.js';
+import { judge, recordedAcquire, recordedRelease, type Verdict } from '../fixtures/fault/verdict.js';
 
 const key = generateKeyPairSync('ed25519');
 let world: FaultWorld;

@@ -12,9 +12,9 @@ import {
   type TestResponse,
   type TestService,
 } from '../fixtures/service-fixture.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, seedRegistersAhead, unique } from './support/fault-world.js';
-import { judge, sleep, until, type Verdict } from './support/verdict.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, leaseRef, seedRegistersAhead, unique } from '../fixtures/fault/fault-world.js';
+import { judge, sleep, until, type Verdict } from '../fixtures/fault/verdict.js';
 
 let world: FaultWorld;
 let links: FaultProxies;

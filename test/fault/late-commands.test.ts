@@ -4,9 +4,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyEach } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { keysOf } from '../fixtures/keys.js';
-import { holderIncrement, readOutside, recordedIncrement, type WriteMode } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, unique } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
+import {
+  holderIncrement,
+  readOutside,
+  recordedIncrement,
+  type WriteMode,
+} from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, leaseRef, unique } from '../fixtures/fault/fault-world.js';
+import {
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  sleep,
+  until,
+  type Verdict,
+} from '../fixtures/fault/verdict.js';
 
 let world: FaultWorld;
 

@@ -1,13 +1,13 @@
 // F18: reads outside the guard. The guard orders writes, but a value read before the guarded transaction may be
 // stale by the time it is written back: the lost-update counter must catch it. Through every guard path
-// (support/guard-paths.ts): the Kysely store, node-postgres with PgGuard, Prisma with PrismaGuard, Drizzle with
+// (test/fixtures/fault/guard-paths.ts): the Kysely store, node-postgres with PgGuard, Prisma with PrismaGuard, Drizzle with
 // DrizzleGuard.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { History } from '@fenced/test-utils/history';
-import { GUARD_PATHS, type GuardPath } from './support/counter-ops.js';
-import { FaultWorld, unique } from './support/fault-world.js';
-import { judge, type Verdict } from './support/verdict.js';
-import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
+import { GUARD_PATHS, type GuardPath } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, unique } from '../fixtures/fault/fault-world.js';
+import { judge, type Verdict } from '../fixtures/fault/verdict.js';
+import { runClients, type Protection, type WorkloadClient } from '../fixtures/fault/workload.js';
 
 let world: FaultWorld;
 

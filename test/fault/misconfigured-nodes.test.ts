@@ -7,15 +7,15 @@ import { UnsafeNodeError } from '@fenced/coordinator';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { keysOf, nodeKeysOf } from '../fixtures/keys.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, seedRegistersAhead, unique } from './support/fault-world.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, seedRegistersAhead, unique } from '../fixtures/fault/fault-world.js';
 import {
   guardedCriticalSections,
   judge,
   recordedAcquire,
   recordedRelease,
   type Verdict,
-} from './support/verdict.js';
+} from '../fixtures/fault/verdict.js';
 
 /** Nodes 0-2, a majority, may evict any key under memory pressure: `maxmemory-policy allkeys-lru`. */
 const EVICTING = [0, 1, 2];

@@ -13,11 +13,18 @@ import {
   readOutside,
   recordedIncrement,
   writeCounter,
-} from './support/counter-ops.js';
-import { FaultWorld, leaseRef, seedRegistersAhead, unique } from './support/fault-world.js';
-import { NaiveTokenSource } from './support/naive-token-source.js';
-import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
-import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
+} from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, leaseRef, seedRegistersAhead, unique } from '../fixtures/fault/fault-world.js';
+import { NaiveTokenSource } from '../fixtures/fault/naive-token-source.js';
+import {
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  sleep,
+  until,
+  type Verdict,
+} from '../fixtures/fault/verdict.js';
+import { runClients, type Protection, type WorkloadClient } from '../fixtures/fault/workload.js';
 
 let world: FaultWorld;
 const proxies: (FaultProxies | FaultProxy)[] = [];
@@ -65,7 +72,7 @@ async function everyNodeVotes(coordinator: Coordinator): Promise<void> {
 describe.each(GUARD_PATHS)(
   'a guarded write held in the network past the ttl (F3), through the %s guard path',
   (path) => {
-    // A and B write through `path` (support/guard-paths.ts); A's single connection goes through a Postgres proxy.
+    // A and B write through `path` (test/fixtures/fault/guard-paths.ts); A's single connection goes through a Postgres proxy.
     async function writeHeldPastTtl(protection: 'protected' | 'no-guard'): Promise<Verdict> {
       const resource = unique('f3');
       await world.ensureCounter(resource);

@@ -22,9 +22,15 @@ import { History } from '@fenced/test-utils/history';
 import { loadScripts, runScript } from '../../packages/coordinator/src/scripts/scripts.js';
 import { nodeStateKeys, tokenKeyPattern } from '../../packages/coordinator/src/keys/key-layout.js';
 import { interpretReply } from '../../packages/coordinator/src/scripts/script-results.js';
-import { FaultWorld, seedRegistersAhead, tokenKey, unique } from './support/fault-world.js';
-import { guardedCriticalSections, judge, recordedAcquire, until, type Verdict } from './support/verdict.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
+import { FaultWorld, seedRegistersAhead, tokenKey, unique } from '../fixtures/fault/fault-world.js';
+import {
+  guardedCriticalSections,
+  judge,
+  recordedAcquire,
+  until,
+  type Verdict,
+} from '../fixtures/fault/verdict.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
 
 const T = 0;
 const S1 = 1;

@@ -1,6 +1,6 @@
 // F1, F2, F12: a lease holder that stops (GC pause, VM freeze, SIGSTOP) and comes back after its lease ended.
 // The lock cannot help — a paused process does not know it was paused — so the guard must refuse its writes.
-// F1 and F12 run through every guard path (support/guard-paths.ts): holder and successor write through the Kysely
+// F1 and F12 run through every guard path (test/fixtures/fault/guard-paths.ts): holder and successor write through the Kysely
 // store, node-postgres with PgGuard, Prisma with PrismaGuard, or Drizzle with DrizzleGuard.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Coordinator } from '@fenced/coordinator';
@@ -13,11 +13,18 @@ import {
   type CounterTarget,
   type GuardPath,
   type WriteMode,
-} from './support/counter-ops.js';
-import { FaultWorld, unique } from './support/fault-world.js';
-import { naiveLock } from './support/naive-token-source.js';
-import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
-import { WorkerProcess } from './support/worker-process.js';
+} from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, unique } from '../fixtures/fault/fault-world.js';
+import { naiveLock } from '../fixtures/fault/naive-token-source.js';
+import {
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  sleep,
+  until,
+  type Verdict,
+} from '../fixtures/fault/verdict.js';
+import { WorkerProcess } from '../fixtures/fault/worker-process.js';
 
 const TTL_MS = 600;
 /** Longer than a lease: the paused holder's lease has certainly expired on every node when it resumes. */

@@ -2,8 +2,8 @@
 // with four clients doing read-modify-write increments, judged by every checker. The seed is fixed in CI;
 // `npm run soak -- --seed S --minutes M` runs many more, and `--seed S` replays one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FaultWorld } from './support/fault-world.js';
-import { describeStep, runRandomSchedule } from './support/random-schedule.js';
+import { FaultWorld } from '../fixtures/fault/fault-world.js';
+import { describeStep, runRandomSchedule } from '../fixtures/fault/random-schedule.js';
 
 const SEED = Number(process.env.FENCED_FAULT_SEED ?? 20_251_121);
 const DURATION_MS = Number(process.env.FENCED_FAULT_DURATION_MS ?? 30_000);

@@ -6,9 +6,9 @@ import type { Coordinator } from '@fenced/coordinator';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
 import { nodeKeysOf } from '../fixtures/keys.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, seedRegistersAhead, unique } from './support/fault-world.js';
-import { crashPostgres, restartPostgres } from './support/postgres-crash.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, seedRegistersAhead, unique } from '../fixtures/fault/fault-world.js';
+import { crashPostgres, restartPostgres } from '../fixtures/fault/postgres-crash.js';
 import {
   guardedCriticalSections,
   judge,
@@ -17,8 +17,8 @@ import {
   sleep,
   until,
   type Verdict,
-} from './support/verdict.js';
-import { runClients, type Protection, type WorkloadClient } from './support/workload.js';
+} from '../fixtures/fault/verdict.js';
+import { runClients, type Protection, type WorkloadClient } from '../fixtures/fault/workload.js';
 
 let world: FaultWorld;
 const linkSets: FaultProxies[] = [];

@@ -19,10 +19,17 @@ import { ClusterSettingsError } from '@fenced/coordinator';
 import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { History } from '@fenced/test-utils/history';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, unique } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, sleep, until, type Verdict } from './support/verdict.js';
-import { WorkerProcess } from './support/worker-process.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, unique } from '../fixtures/fault/fault-world.js';
+import {
+  judge,
+  recordedAcquire,
+  recordedRelease,
+  sleep,
+  until,
+  type Verdict,
+} from '../fixtures/fault/verdict.js';
+import { WorkerProcess } from '../fixtures/fault/worker-process.js';
 
 /** A's maxTtlMs: what the old repair sat out. */
 const A_MAX_TTL_MS = 3_000;

@@ -22,9 +22,9 @@ import { ClusterSettingsError } from '@fenced/coordinator';
 import { Redlock } from '@fenced/redlock';
 import { History } from '@fenced/test-utils/history';
 import { resourceKeys, settingsKey } from '../../packages/coordinator/src/keys/key-layout.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, seedRegistersAhead, unique } from './support/fault-world.js';
-import { judge, recordedAcquire, until, type Verdict } from './support/verdict.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, leaseRef, seedRegistersAhead, unique } from '../fixtures/fault/fault-world.js';
+import { judge, recordedAcquire, until, type Verdict } from '../fixtures/fault/verdict.js';
 
 let world: FaultWorld;
 const clients: Redis[] = [];

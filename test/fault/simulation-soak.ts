@@ -1,12 +1,12 @@
 // The protocol simulation, run for as long as asked (`npm run soak -- --simulation --minutes 10`): seeded random
 // schedules of the real acquire, token rounds and repair against in-memory nodes running the project's own Lua
-// scripts (test/support/protocol-sim/), about 20 times slower per schedule than on the former TypeScript model. A
+// scripts (test/fixtures/protocol-sim/), about 20 times slower per schedule than on the former TypeScript model. A
 // failure prints its seed; replay it with
 // `SIM_SEED=<seed> npx vitest run test/unit/coordinator/protocol/protocol-simulation.test.ts`. The nemesis search
 // (faults cutting between any two steps, G2 over the whole history) is `npm run sim` (docs/simulation.md).
-import { randomChooser } from '../support/protocol-sim/explore.js';
-import { randomSpec } from '../support/protocol-sim/random-spec.js';
-import { runScenario } from '../support/protocol-sim/scenario.js';
+import { randomChooser } from '../fixtures/protocol-sim/explore.js';
+import { randomSpec } from '../fixtures/protocol-sim/random-spec.js';
+import { runScenario } from '../fixtures/protocol-sim/scenario.js';
 
 export async function soakSimulation(options: {
   firstSeed: number;

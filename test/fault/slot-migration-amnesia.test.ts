@@ -30,9 +30,9 @@ import { proxyEach, type FaultProxies } from '@fenced/test-utils/fault-proxy';
 import { RedisClusterMember } from '@fenced/test-utils/redis-cluster-member';
 import type { RedisNode } from '@fenced/test-utils/redis-node';
 import { keySlot, keysOf, nodeStateKeys } from '../fixtures/keys.js';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, seedRegistersAhead } from './support/fault-world.js';
-import { judge, recordedAcquire, recordedRelease, until, type Verdict } from './support/verdict.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, seedRegistersAhead } from '../fixtures/fault/fault-world.js';
+import { judge, recordedAcquire, recordedRelease, until, type Verdict } from '../fixtures/fault/verdict.js';
 
 let world: FaultWorld;
 let member: RedisClusterMember;

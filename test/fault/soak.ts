@@ -7,7 +7,7 @@
 //   options: --run-seconds N (length of one schedule, default 60), --clients N (default 4)
 //   npm run soak -- --simulation --minutes 10 the protocol simulation (no servers) instead, for 10 minutes
 //
-// The nemesis (test/fault/support/random-schedule.ts, extended): node pauses, kills, empty restarts and FLUSHALLs
+// The nemesis (test/fixtures/fault/random-schedule.ts, extended): node pauses, kills, empty restarts and FLUSHALLs
 // (repaired by the sealed repair, no wait), node clock jumps (each node runs under its own clock shim), client
 // partitions, delays, holds and database resets; half the clients wait up to 2 s for a node and the others 400 ms;
 // idle registers are folded into the floor every few seconds. After every run the soak prints its own RSS and
@@ -23,9 +23,13 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ClockShim } from '@fenced/test-utils/clock-shim';
-import { FaultWorld } from './support/fault-world.js';
-import { describeStep, runRandomSchedule, type RandomRunProgress } from './support/random-schedule.js';
-import { dumpHistory } from './support/verdict.js';
+import { FaultWorld } from '../fixtures/fault/fault-world.js';
+import {
+  describeStep,
+  runRandomSchedule,
+  type RandomRunProgress,
+} from '../fixtures/fault/random-schedule.js';
+import { dumpHistory } from '../fixtures/fault/verdict.js';
 
 const { values } = parseArgs({
   options: {

@@ -5,11 +5,11 @@ import { TokenExhaustedError } from '@fenced/coordinator';
 import { MAX_TOKEN } from '@fenced/shared';
 import { ClockShim } from '@fenced/test-utils/clock-shim';
 import { History } from '@fenced/test-utils/history';
-import { holderIncrement, recordedIncrement } from './support/counter-ops.js';
-import { FaultWorld, leaseRef, tokenKey, unique } from './support/fault-world.js';
-import { throughDoubles } from './support/naive-token-source.js';
-import { judge, recordedRelease, type Verdict } from './support/verdict.js';
-import { WorkerProcess } from './support/worker-process.js';
+import { holderIncrement, recordedIncrement } from '../fixtures/fault/counter-ops.js';
+import { FaultWorld, leaseRef, tokenKey, unique } from '../fixtures/fault/fault-world.js';
+import { throughDoubles } from '../fixtures/fault/naive-token-source.js';
+import { judge, recordedRelease, type Verdict } from '../fixtures/fault/verdict.js';
+import { WorkerProcess } from '../fixtures/fault/worker-process.js';
 
 const TWO_53 = 2n ** 53n;
 

@@ -15,7 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findOrStartPostgres, type PostgresServer } from '@fenced/test-utils/postgres';
 import { startRedisNodes, type RedisNodes } from '@fenced/test-utils/redis-cluster';
-import { documentedRunnableBlocks, type RunnableBlock } from '../../support/runnable-blocks.js';
+import { documentedRunnableBlocks, type RunnableBlock } from '../../fixtures/runnable-blocks.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const WORK_DIR = path.join(ROOT, '.tmp', `docs-examples-${randomBytes(4).toString('hex')}`);

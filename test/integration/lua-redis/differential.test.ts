@@ -6,12 +6,12 @@ import { RespConnection, RespError, type RespValue } from '@fenced/test-utils/re
 import { SLOT_COUNT } from '../../../packages/coordinator/src/keys/slots.js';
 import { SCRIPT_NAMES } from '../../../packages/coordinator/src/scripts/scripts.js';
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
-import { Keyspace, RedisError, type KeyDump, type StoredValue } from '../../support/lua-redis/keyspace.js';
-import { coordinatorScript, LuaRedis, type ScriptReply } from '../../support/lua-redis/lua-redis.js';
-import { initialState, SCRIPT_CALLS, useShardId } from '../../support/lua-redis/script-calls.js';
+import { Keyspace, RedisError, type KeyDump, type StoredValue } from '../../fixtures/lua-redis/keyspace.js';
+import { coordinatorScript, LuaRedis, type ScriptReply } from '../../fixtures/lua-redis/lua-redis.js';
+import { initialState, SCRIPT_CALLS, useShardId } from '../../fixtures/lua-redis/script-calls.js';
 
-// The in-process script engine (test/support/lua-redis) against a real redis-server 7.0: the same scripts, from the
-// same generated keyspaces, with the same generated KEYS and ARGV (test/support/lua-redis/script-calls.ts), must
+// The in-process script engine (test/fixtures/lua-redis) against a real redis-server 7.0: the same scripts, from the
+// same generated keyspaces, with the same generated KEYS and ARGV (test/fixtures/lua-redis/script-calls.ts), must
 // give the same reply and leave the same keys, values and ttls. The simulation's evidence rests on this equality.
 //
 // What may differ, and how it is compared: a real server's clock runs during a case while the emulator's stands

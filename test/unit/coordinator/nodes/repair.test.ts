@@ -20,8 +20,8 @@ import {
 } from '../../../../packages/coordinator/src/nodes/repair.js';
 import type { RepairReadReply } from '../../../../packages/coordinator/src/scripts/script-results.js';
 import { resourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
-import { SIM_REPAIR_TIMING } from '../../../support/protocol-sim/scenario.js';
-import { scriptedRig, type ScriptedRig } from '../../../support/protocol-sim/scripted-rig.js';
+import { SIM_REPAIR_TIMING } from '../../../fixtures/protocol-sim/scenario.js';
+import { scriptedRig, type ScriptedRig } from '../../../fixtures/protocol-sim/scripted-rig.js';
 
 const KEYS = resourceKeys('fenced', 'repaired');
 const MAX_TTL_MS = 1_000;

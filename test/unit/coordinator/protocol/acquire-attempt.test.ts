@@ -1,6 +1,6 @@
 // One acquire attempt (protocol/acquire-attempt.ts with tokens/promise-rounds.ts), driven on virtual time against
 // in-memory nodes with the Lua scripts' semantics. Every message's delay or loss is scripted
-// (test/support/protocol-sim/scripted-rig.ts), so "a slow first round" or "a promise round that reaches only a
+// (test/fixtures/protocol-sim/scripted-rig.ts), so "a slow first round" or "a promise round that reaches only a
 // minority" is exactly the schedule that builds it, and the assertions hold no timing thresholds.
 //
 // These tests kill mutants 01–03 of test/mutants/ (docs/mutation-testing.md).
@@ -12,8 +12,8 @@ import {
 import { Releaser } from '../../../../packages/coordinator/src/protocol/release.js';
 import { resourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
 import { TokenProposer } from '../../../../packages/coordinator/src/tokens/proposal.js';
-import { SimRedisNode } from '../../../support/protocol-sim/sim-redis-node.js';
-import { scriptedRig, type ScriptedRig, type Schedule } from '../../../support/protocol-sim/scripted-rig.js';
+import { SimRedisNode } from '../../../fixtures/protocol-sim/sim-redis-node.js';
+import { scriptedRig, type ScriptedRig, type Schedule } from '../../../fixtures/protocol-sim/scripted-rig.js';
 
 const RESOURCE = 'attempt';
 const KEYS = resourceKeys('fenced', RESOURCE);

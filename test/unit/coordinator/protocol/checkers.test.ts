@@ -1,4 +1,4 @@
-// The checkers of G3, G4 and G5 over the simulation's modelled guard (test/support/protocol-sim/checkers.ts,
+// The checkers of G3, G4 and G5 over the simulation's modelled guard (test/fixtures/protocol-sim/checkers.ts,
 // guard-model.ts, sim-holder.ts; the lease calls' retries: lease-retries.test.ts). Each checker is shown hand-made histories
 // (a good one passes, a bad one is reported), and each has a negative control: one protection switched off (in the
 // modelled guard, or a mutated script), which the nemesis search must find in its first schedules, shrink, and
@@ -9,15 +9,15 @@ import {
   g4Violations,
   g5Violations,
   type WriteOutcome,
-} from '../../../support/protocol-sim/checkers.js';
+} from '../../../fixtures/protocol-sim/checkers.js';
 import {
   GuardModel,
   type CommitRecord,
   type GuardedWrite,
   type PresentedGrant,
-} from '../../../support/protocol-sim/guard-model.js';
-import { runNemesis, type NemesisVariant } from '../../../support/protocol-sim/nemesis.js';
-import { findViolation } from '../../../support/protocol-sim/search.js';
+} from '../../../fixtures/protocol-sim/guard-model.js';
+import { runNemesis, type NemesisVariant } from '../../../fixtures/protocol-sim/nemesis.js';
+import { findViolation } from '../../../fixtures/protocol-sim/search.js';
 
 /** `SIM_CHECKERS_SEED` picks other schedules for the negative controls. */
 const SEED = Number(process.env.SIM_CHECKERS_SEED ?? 34);

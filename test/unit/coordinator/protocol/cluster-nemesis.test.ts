@@ -1,13 +1,13 @@
 // Mixed quorums in the protocol simulation (DESIGN §3c): standalone nodes and Redis Cluster members
-// (test/support/protocol-sim/sim-cluster-member.ts) in one case, with the Cluster faults of cluster-faults.ts — a
+// (test/fixtures/protocol-sim/sim-cluster-member.ts) in one case, with the Cluster faults of cluster-faults.ts — a
 // shard restarted empty, a slot moved in batches (completed or cancelled half-way) — among the others. The members'
 // slots run the real scripts with their real KEYS, and are repaired by the coordinator's own repairEmptySlots. A
 // short guided search keeps G2 here; `npm run sim -- --cluster` runs it for minutes. The negative control switches
 // the slot rule off (DESIGN §3c: a slot votes only while it provably holds what it promised; `slot-rule-off`): the
 // search must find F29's violation, shrink it, replay it, and the shipped scripts must keep G2 on the shrunk case.
 import { describe, expect, it } from 'vitest';
-import { guidedSearch } from '../../../support/protocol-sim/guided.js';
-import { runNemesis, type NemesisCase } from '../../../support/protocol-sim/nemesis.js';
+import { guidedSearch } from '../../../fixtures/protocol-sim/guided.js';
+import { runNemesis, type NemesisCase } from '../../../fixtures/protocol-sim/nemesis.js';
 
 const SEARCH_TIMEOUT_MS = 120_000;
 /** Schedules of the slice; `SIM_CLUSTER_RUNS` raises it, `SIM_CLUSTER_SEED` picks another seed. */

@@ -1,8 +1,13 @@
-// The coverage report of the nemesis search (test/support/protocol-sim/coverage.ts), on hand-made run results: which
+// The coverage report of the nemesis search (test/fixtures/protocol-sim/coverage.ts), on hand-made run results: which
 // steps ran and were cut after, which (step, fault) cuts no schedule took, and which coordinator scripts never ran.
 import { describe, expect, it } from 'vitest';
-import { addRun, coverageGaps, formatCoverage, newCoverage } from '../../../support/protocol-sim/coverage.js';
-import { COVERAGE_KEYS, FAULT_KINDS } from '../../../support/protocol-sim/nemesis.js';
+import {
+  addRun,
+  coverageGaps,
+  formatCoverage,
+  newCoverage,
+} from '../../../fixtures/protocol-sim/coverage.js';
+import { COVERAGE_KEYS, FAULT_KINDS } from '../../../fixtures/protocol-sim/nemesis.js';
 
 describe('the coverage of a search', () => {
   it('counts schedules per step and per (step, fault), and names the cuts and scripts never taken', () => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { extendOnQuorum } from '../../../../packages/coordinator/src/protocol/extend.js';
 import type { Releaser } from '../../../../packages/coordinator/src/protocol/release.js';
 import { resourceKeys, type ResourceKeys } from '../../../../packages/coordinator/src/keys/key-layout.js';
-import { scriptedRig, type ScriptedRig } from '../../../support/protocol-sim/scripted-rig.js';
+import { scriptedRig, type ScriptedRig } from '../../../fixtures/protocol-sim/scripted-rig.js';
 
 const RESOURCE = 'extended';
 const KEYS = resourceKeys('fenced', RESOURCE);

@@ -1,10 +1,10 @@
-// The guided nemesis search (test/support/protocol-sim/guided.ts): a corpus of schedules that reached new coverage
+// The guided nemesis search (test/fixtures/protocol-sim/guided.ts): a corpus of schedules that reached new coverage
 // signals (a (step, fault) pair, a piece of F27's chain), mutated into new schedules. A short slice runs here; `npm
 // run sim -- --guided` runs it for minutes. The negative control switches the scripts' settings check off: the guided
 // search must find the violation, shrink it to a case that replays it, and the shipped scripts must keep G2 on it.
 import { describe, expect, it } from 'vitest';
-import { F27_CHAIN, guidedSearch } from '../../../support/protocol-sim/guided.js';
-import { runNemesis } from '../../../support/protocol-sim/nemesis.js';
+import { F27_CHAIN, guidedSearch } from '../../../fixtures/protocol-sim/guided.js';
+import { runNemesis } from '../../../fixtures/protocol-sim/nemesis.js';
 
 const SEARCH_TIMEOUT_MS = 180_000;
 /** Schedules of the guided slice; `SIM_GUIDED_RUNS` raises it, `SIM_GUIDED_SEED` picks another seed. */

@@ -1,4 +1,4 @@
-// The checker of the lease calls' retries in the simulation (test/support/protocol-sim/checkers.ts
+// The checker of the lease calls' retries in the simulation (test/fixtures/protocol-sim/checkers.ts
 // `leaseRetryViolations`): the simulated holders (sim-holder.ts) extend their leases, retrying with the same lease id
 // while too few nodes answered, inspect them, retry a failed acquire with the same lease id, and release through the
 // nodes while requests are delayed, lost and duplicated. An extend must report its grant's token: never above it (it
@@ -8,10 +8,10 @@
 // its proposal over its lease's higher record token, which the nemesis search must find, shrink and replay, while the
 // shipped scripts keep the check on the same case.
 import { describe, expect, it } from 'vitest';
-import { leaseRetryViolations, lowerExtendTokens } from '../../../support/protocol-sim/checkers.js';
-import type { PresentedGrant } from '../../../support/protocol-sim/guard-model.js';
-import { runNemesis, type NemesisVariant } from '../../../support/protocol-sim/nemesis.js';
-import { findViolation } from '../../../support/protocol-sim/search.js';
+import { leaseRetryViolations, lowerExtendTokens } from '../../../fixtures/protocol-sim/checkers.js';
+import type { PresentedGrant } from '../../../fixtures/protocol-sim/guard-model.js';
+import { runNemesis, type NemesisVariant } from '../../../fixtures/protocol-sim/nemesis.js';
+import { findViolation } from '../../../fixtures/protocol-sim/search.js';
 
 /** `SIM_CHECKERS_SEED` picks other schedules for the negative controls. */
 const SEED = Number(process.env.SIM_CHECKERS_SEED ?? 34);

@@ -1,4 +1,4 @@
-// The nemesis search of the protocol simulation (test/support/protocol-sim/nemesis.ts): long-running clients and
+// The nemesis search of the protocol simulation (test/fixtures/protocol-sim/nemesis.ts): long-running clients and
 // repairers on nodes running the real Lua scripts, with faults cutting the run between any two steps (amnesia,
 // repairs stopped half-way and started again, process crashes and restarts, folds, pauses, clock jumps, processes
 // started with other settings or the other key layout), and G2 checked over every pair of completed grants
@@ -7,14 +7,14 @@
 // itself is shown a history with one pair out of order.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { g2Violations, type GrantRecord } from '../../../support/protocol-sim/history.js';
+import { g2Violations, type GrantRecord } from '../../../fixtures/protocol-sim/history.js';
 import {
   COVERAGE_KEYS,
   nemesisCaseArbitrary,
   runNemesis,
   type NemesisCase,
-} from '../../../support/protocol-sim/nemesis.js';
-import { searchNemesis } from '../../../support/protocol-sim/search.js';
+} from '../../../fixtures/protocol-sim/nemesis.js';
+import { searchNemesis } from '../../../fixtures/protocol-sim/search.js';
 
 const SEARCH_TIMEOUT_MS = 180_000;
 /** Cases per search in `npm test`; `SIM_NEMESIS_RUNS` raises it, `SIM_NEMESIS_SEED` picks another seed. */

@@ -1,5 +1,5 @@
 // The deterministic protocol simulation: the coordinator's real acquire attempt, token rounds and restart repair,
-// driven against in-memory Redis nodes running the project's own Lua scripts (test/support/protocol-sim/), under chosen message
+// driven against in-memory Redis nodes running the project's own Lua scripts (test/fixtures/protocol-sim/), under chosen message
 // delays, losses, duplicates, node state losses, concurrent repairs (each reading its sources over several batches,
 // anything allowed in between), folds into the floor, skewed client clocks, and processes that agree on nothing
 // but the nodes: their own ttl, maxTtlMs and nodeTimeoutMs, timers that run slow, monotonic clocks that jump.
@@ -9,14 +9,14 @@
 // that sits out its own maxTtlMs instead of sealing) and must find its bug, replayable from its decisions or its
 // seed: a search that cannot is not searching. `npm run soak -- --simulation` runs the random search much longer.
 import { describe, expect, it } from 'vitest';
-import { exploreExhaustively, randomChooser, replayChooser } from '../../../support/protocol-sim/explore.js';
-import { randomSpec } from '../../../support/protocol-sim/random-spec.js';
+import { exploreExhaustively, randomChooser, replayChooser } from '../../../fixtures/protocol-sim/explore.js';
+import { randomSpec } from '../../../fixtures/protocol-sim/random-spec.js';
 import {
   HOUR_MS,
   runScenario,
   type RepairVariant,
   type ScenarioSpec,
-} from '../../../support/protocol-sim/scenario.js';
+} from '../../../fixtures/protocol-sim/scenario.js';
 
 /**
  * The searches are bounded by their number of runs, not by time; on a loaded machine they take longer, so each test
