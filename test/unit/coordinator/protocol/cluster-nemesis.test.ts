@@ -15,10 +15,13 @@ const RUNS = Number(process.env.SIM_CLUSTER_RUNS ?? 24);
 const SEED = Number(process.env.SIM_CLUSTER_SEED ?? 34);
 /**
  * The negative control's search: its seed and how many schedules it may take (`SIM_CLUSTER_NEGATIVE_SEED`,
- * `SIM_CLUSTER_NEGATIVE_RUNS`). From seed 26 it finds the violation at schedule 93; without the focus below the
- * search needs hundreds (seed 3: schedule 451, docs/simulation.md "F29 by search").
+ * `SIM_CLUSTER_NEGATIVE_RUNS`). From seed 9 it finds the violation at schedule 81, after seeds 1–8 found none in 100
+ * schedules each (a sweep of seeds in order, so about one seed in nine finds it within this budget); without the focus
+ * below the search needs hundreds (docs/simulation.md "F29 by search"). The seed is the sweep's first find: any change
+ * to what the simulated processes do redraws every schedule, and the sweep must be run again
+ * (docs/simulation.md says how).
  */
-const NEGATIVE_SEED = Number(process.env.SIM_CLUSTER_NEGATIVE_SEED ?? 26);
+const NEGATIVE_SEED = Number(process.env.SIM_CLUSTER_NEGATIVE_SEED ?? 9);
 const NEGATIVE_RUNS = Number(process.env.SIM_CLUSTER_NEGATIVE_RUNS ?? 100);
 /**
  * The negative control's focus (as `--without` is one): three nodes of which two are Cluster members of two shards,
