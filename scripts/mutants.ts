@@ -17,7 +17,7 @@
 // anyway proves nothing. Refuses to start on a dirty tree (a mutant is judged against committed code). Exits 1
 // when a mutant survives or a killing test was skipped or the baseline fails, 2 when the table does not locate.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -499,6 +499,21 @@ function writeSimulationDocs(
     const names = run.failed.slice(0, 2).map((n) => cell(n));
     return `\`${path.posix.basename(run.entry.test)}\`${names.length > 0 ? `: ${names.join('; ')}` : ` (${run.verdict})`}`;
   };
+  const commit = git('rev-parse', '--short', 'HEAD').out;
+  // The rows of the page as it is (a run with --only keeps the rows it did not run), then this run's.
+  const rows = new Map<string, string>();
+  const before = existsSync(SIMULATION_DOCS) ? readFileSync(SIMULATION_DOCS, 'utf8') : '';
+  for (const line of before.split('\n')) {
+    const id = /^\| (\d+) +\|.*\| [\d-]+ [0-9a-f]+ +\|/.exec(line)?.[1];
+    if (id !== undefined) rows.set(id, line);
+  }
+  for (const r of results) {
+    rows.set(
+      r.mutant.id,
+      `| ${r.mutant.id} | \`${r.mutant.file}\` | ${r.verdict} | ${seconds(r.ms)} | ${date.slice(0, 10)} ${commit} | ${firstKill(r)} |`,
+    );
+  }
+  const killedRows = [...rows.values()].filter((line) => line.split('|')[3]!.trim() === 'killed').length;
   const lines = [
     '# Mutation testing: what the simulation alone kills',
     '',
@@ -509,7 +524,7 @@ function writeSimulationDocs(
     '',
     '```',
     'npm run mutants -- --simulation              # every mutant; rewrites this page',
-    'npm run mutants -- --simulation --only 09,22 # those rows only; rewrites this page with them',
+    'npm run mutants -- --simulation --only 09,22 # those rows only; rewrites their rows, keeps the others',
     '```',
     '',
     "Each mutant runs the simulation's files in the order below and stops at the first that fails on it; the",
@@ -521,16 +536,17 @@ function writeSimulationDocs(
     '',
     ...tests.map((k) => `- \`${k.test}\``),
     '',
-    '## Last run',
+    '## The rows',
     '',
-    `${date}, \`npm run mutants -- --simulation${values.only === undefined ? '' : ` --only ${values.only}`}\` on ${os.cpus().length} cores (${os.platform()}, Node ${process.version}):`,
-    `**${killed} of ${results.length} killed by the simulation alone**; baseline ${seconds(baselineMs)}, total ${seconds(totalMs)}.`,
+    'Each row is the last run of that mutant (`--only` rewrites its rows and keeps the others), with its date and the',
+    'commit it ran on.',
     '',
-    '| # | File | Result | Time | First failing file: tests |',
-    '|---|---|---|---|---|',
-    ...results.map(
-      (r) => `| ${r.mutant.id} | \`${r.mutant.file}\` | ${r.verdict} | ${seconds(r.ms)} | ${firstKill(r)} |`,
-    ),
+    `**${killedRows} of ${rows.size} rows killed by the simulation alone.** The last run: ${date},`,
+    `\`npm run mutants -- --simulation${values.only === undefined ? '' : ` --only ${values.only}`}\` on ${os.cpus().length} cores (${os.platform()}, Node ${process.version}), commit ${commit}: ${killed} of ${results.length} killed; baseline ${seconds(baselineMs)}, total ${seconds(totalMs)}.`,
+    '',
+    '| # | File | Result | Time | Run | First failing file: tests |',
+    '|---|---|---|---|---|---|',
+    ...[...rows.keys()].sort().map((id) => rows.get(id)!),
     '',
   ];
   writeFileSync(SIMULATION_DOCS, lines.join('\n'));
