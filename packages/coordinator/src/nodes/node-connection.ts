@@ -232,8 +232,13 @@ export class NodeConnection implements ProtocolNode {
     // Remembered to say *why* a node is unreachable (ioredis' own message is "Stream isn't writeable").
     // ioredis follows a fatal error (a reply that is not RESP) with "Stream isn't writeable" for its ready check on
     // the dead stream: that one says nothing new, and would hide the cause.
+    // A reply that was not RESP says what the node is; a reset on the next attempt says less, so until the node is
+    // ready again it does not replace it (Postgres answers a first attempt with its own protocol, later ones may
+    // just be reset).
     this.listen('error', (error: unknown) => {
-      if (!(error instanceof Error && NOT_CONNECTED.test(error.message))) this.lastConnectionError = error;
+      if (error instanceof Error && NOT_CONNECTED.test(error.message)) return;
+      if (isParserError(this.lastConnectionError)) return;
+      this.lastConnectionError = error;
     });
     if (this.owned) {
       // Without a listener ioredis prints every reconnect failure; these become nodeError events instead.
@@ -250,6 +255,7 @@ export class NodeConnection implements ProtocolNode {
     this.listen('ready', () => {
       this.awaitingReady = false;
       this.closedBeforeReady = 0;
+      this.lastConnectionError = undefined;
     });
     this.listen('close', () => {
       if (this.awaitingReady) this.closedBeforeReady++;
@@ -740,6 +746,11 @@ const LISTENERS_PER_EVENT = 2;
 /** What ioredis says when a call finds no connection (the reason is elsewhere: its last connection error). */
 const NOT_CONNECTED = /Stream isn't writeable|Connection is closed/;
 
+/** A reply that is not the Redis protocol (ioredis' parser): the node is something else. */
+function isParserError(e: unknown): boolean {
+  return e instanceof Error && (e.name === 'ParserError' || /^Protocol error/.test(e.message));
+}
+
 /** Start of every "not a Redis server" reason (`nodeStatus().problems`, the `not-redis` node state). */
 export const NOT_REDIS = 'not a Redis server';
 const NOT_REDIS_PROTOCOL = `${NOT_REDIS}: its reply is not the Redis protocol (is the address a Redis port?)`;
@@ -754,9 +765,7 @@ export function describeConnectionError(
   lastConnectionError?: unknown,
   closesBeforeAnswering = false,
 ): string {
-  const parserError = (e: unknown): boolean =>
-    e instanceof Error && (e.name === 'ParserError' || /^Protocol error/.test(e.message));
-  if (parserError(error) || parserError(lastConnectionError)) return NOT_REDIS_PROTOCOL;
+  if (isParserError(error) || isParserError(lastConnectionError)) return NOT_REDIS_PROTOCOL;
   if (error instanceof NodeTimeoutError) return `timed out after ${error.timeoutMs} ms`;
   const code = (e: unknown): string | undefined =>
     typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string' ? e.code : undefined;
@@ -776,10 +785,10 @@ export function describeConnectionError(
   if (direct !== undefined) return direct;
   const message = error instanceof Error ? error.message : String(error);
   if (NOT_CONNECTED.test(message)) {
-    return (
-      named(code(lastConnectionError)) ??
-      (closesBeforeAnswering ? NOT_REDIS_CLOSES : 'not connected (the connection is closed; reconnecting)')
-    );
+    // A node that keeps closing (or resetting) connections before any Redis reply is not Redis: that says more than
+    // the last attempt's reset.
+    if (closesBeforeAnswering) return NOT_REDIS_CLOSES;
+    return named(code(lastConnectionError)) ?? 'not connected (the connection is closed; reconnecting)';
   }
   return message;
 }
