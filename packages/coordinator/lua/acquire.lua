@@ -58,6 +58,20 @@
 -- Tests that fail without it: test/integration/coordinator/record-token.test.ts (a duplicated acquire on real nodes),
 -- test/unit/coordinator/protocol/lease-retries.test.ts (the simulation's `record-token-off` control).
 --
+-- How a batch runs (issue 37, "the lean scripts": each item makes fewer Redis calls than the script before it, 44e2b59,
+-- and makes them in the same order, so that every case, errors included, gets the same reply and leaves the same
+-- keys; test/integration/coordinator/scripts/lean-scripts.test.ts runs both on redis-server):
+-- - Read once per batch: the incarnation, the seal epoch, the settings, and the floor (at the first item that reads a
+--   register; again after an item wrote the floor key: a promise on a stamped slot, or a resource named as the floor).
+--   A ttl string is compared with maxTtlMs once, for the items that carry the same one.
+-- - A lease key that is absent is written by one SET NX (in the 'fenced' layout it is the record, so the record's token
+--   is then the proposal); only a present one is read, for the ownership check and the record's kept token. A record
+--   beside the lease key is read once, for both.
+-- - Each item runs under pcall, and a Redis error of one item is its reply {7, message}: where the earlier script read
+--   a 'fenced' record before its SET NX, a SET NX that fails (a ttl SET refuses, maxmemory) is followed by that read,
+--   whose error (a key of another type) is the one reported, as before. A Lua error inside an item (only a caller bug:
+--   a ttl or proposal that is not a number) names this script's line in its message.
+--
 -- Tokens are compared as decimal strings (length, then two parts of at most ten digits, include/decimal-token.lua):
 -- Lua numbers are doubles and lose precision above 2^53, so a whole token is never passed through tonumber.
 
@@ -67,6 +81,20 @@
 -- @include node-state
 -- @include settings-check
 -- @include call-error
+
+-- The token part of the record this acquire writes (the header's "The record's token"), from the record as read
+-- (`current`, false when absent): the proposal, unless the record already holds this lease with a higher token — a
+-- duplicated or retried acquire never sets it back.
+local function record_token(current, lease_id, proposal)
+  if current == false or lease_holder(current) ~= lease_id then
+    return proposal
+  end
+  local kept = lease_token(current)
+  if is_token(kept) and greater(kept, proposal) then
+    return kept
+  end
+  return proposal
+end
 
 local n = (#KEYS - 4) / 3
 if n < 1 or n % 1 ~= 0 or #ARGV ~= 4 * n + 1 then
@@ -79,20 +107,13 @@ local epoch = seal_epoch(KEYS[3])
 local recorded = recorded_settings(KEYS[4])
 local max_ttl = recorded.max_ttl
 local node_count = ARGV[4 * n + 1]
-
--- The token part of the record this acquire writes (the header's "The record's token"): the proposal, unless the
--- record already holds this lease with a higher token — a duplicated or retried acquire never sets it back.
-local function record_token(record_key, lease_id, proposal)
-  local current = redis.call('GET', record_key)
-  if current == false or lease_holder(current) ~= lease_id then
-    return proposal
-  end
-  local kept = lease_token(current)
-  if is_token(kept) and greater(kept, proposal) then
-    return kept
-  end
-  return proposal
-end
+local floor_key = KEYS[2]
+-- The floor as read_floor read it, for every item of the batch: read at the first item that needs it, and read again
+-- after an item wrote the floor key (a promise on a stamped slot, or an item key that is the floor key).
+local floor, floor_read = nil, false
+local GRANTED = {1, 1}
+-- The last ttl string compared with max_ttl, and whether it was above.
+local checked_ttl, ttl_above = nil, false
 
 local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, proposal, caller_epoch)
   if not initialized then
@@ -106,41 +127,74 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   if caller_epoch ~= epoch then
     return {13, epoch}
   end
-  if max_ttl ~= nil and tonumber(ttl) > max_ttl then
-    return {14, max_ttl}
+  if max_ttl ~= nil then
+    -- The ttl is converted once for the items that carry the same string (a batch's usually do).
+    if ttl ~= checked_ttl then
+      ttl_above = tonumber(ttl) > max_ttl
+      checked_ttl = ttl
+    end
+    if ttl_above then
+      return {14, max_ttl}
+    end
   end
-  local cur = read_register(token_key, KEYS[2])
+  if not floor_read then
+    floor, floor_read = read_floor(floor_key), true
+  end
+  local cur = read_register(token_key, floor_key, floor)
   if cur == nil then
     return {4}
+  end
+  if lease_key == floor_key or record_key == floor_key then
+    floor_read = false -- this item may write the floor key (a resource name that is the floor's key)
   end
   -- Ownership check: the lease key is written only if absent (NX); a key holding our own id is a vote for us (an
   -- earlier attempt of this same acquire reached this node), so retries never block themselves and renew it; any
   -- other value belongs to someone else (in the 'redlock' layout also a key another program set, e.g. node-redlock
   -- itself). Script time stands still, so a key present for NX is still present for the GET.
-  local record = lease_id .. '|' .. record_token(record_key, lease_id, proposal)
-  local value = record_key == lease_key and record or lease_id
-  -- A record of its own is held too (keys/key-layout.ts): with node-redlock's key beside a 'fenced' record, a Coordinator
-  -- holds only the record, so it is checked before the lease key is taken.
-  if record_key ~= lease_key then
-    local other = redis.call('GET', record_key)
-    if other ~= false and lease_holder(other) ~= lease_id then
+  local separate = record_key ~= lease_key
+  -- A record of its own is held too (keys/key-layout.ts): with node-redlock's key beside a 'fenced' record, a
+  -- Coordinator holds only the record, so it is checked before the lease key is taken.
+  local current = false
+  if separate then
+    current = redis.call('GET', record_key)
+    if current ~= false and lease_holder(current) ~= lease_id then
       return {2, redis.call('PTTL', record_key), cur}
     end
   end
-  if not redis.call('SET', lease_key, value, 'NX', 'PX', ttl) then
+  local record = lease_id .. '|' .. record_token(current, lease_id, proposal)
+  local value = separate and lease_id or record
+  -- The lease key when absent is written by this one SET NX; only a present one is read (as the record, in the
+  -- 'fenced' layout: its token is kept by record_token, as above).
+  local set = redis.pcall('SET', lease_key, value, 'NX', 'PX', ttl)
+  if set == false then
     local held = redis.call('GET', lease_key)
     if held ~= false and lease_holder(held) ~= lease_id then
       return {2, redis.call('PTTL', lease_key), cur}
     end
+    if not separate then
+      record = lease_id .. '|' .. record_token(held, lease_id, proposal)
+      value = record
+    end
     redis.call('SET', lease_key, value, 'PX', ttl)
+  elseif set.err ~= nil then
+    -- A 'fenced' record is read before it is written (record_token): an error of that read, or of its token's
+    -- comparison, comes before the SET's (a ttl SET refuses, or the node's maxmemory).
+    if not separate then
+      record_token(redis.call('GET', lease_key), lease_id, proposal)
+    end
+    return call_error(set)
   end
-  if record_key ~= lease_key then
+  if separate then
     redis.call('SET', record_key, record, 'PX', ttl)
   end
   -- The promise: only above everything this node ever promised for the resource (cur, or the floor).
   if greater(proposal, cur) then
-    redis.call('SET', promise_key(stamped, token_key, KEYS[2]), proposal)
-    return {1, 1}
+    local key = promise_key(stamped, token_key, floor_key)
+    if key == floor_key then
+      floor_read = false
+    end
+    redis.call('SET', key, proposal)
+    return GRANTED
   end
   return {1, 0, cur}
 end
