@@ -64,9 +64,9 @@
 -- - Read once per batch: the incarnation, the seal epoch, the settings, and the floor (at the first item that reads a
 --   register; again after an item wrote the floor key: a promise on a stamped slot, or a resource named as the floor).
 --   A ttl string is compared with maxTtlMs once, for the items that carry the same one.
--- - A lease key that is absent is written by one SET NX (in the 'fenced' layout it is the record, so the record's token
---   is then the proposal); only a present one is read, for the ownership check and the record's kept token. A record
---   beside the lease key is read once, for both.
+-- - In the 'fenced' layout an absent lease key (the record) is written by one SET NX, with the proposal as its token;
+--   only a present one is read, for the record's kept token and the ownership check, as before. The 'redlock' layout
+--   (a record beside the lease key) makes the calls it made before.
 -- - Each item runs under pcall, and a Redis error of one item is its reply {7, message}: where the earlier script read
 --   a 'fenced' record before its SET NX, a SET NX that fails (a ttl SET refuses, maxmemory) is followed by that read,
 --   whose error (a key of another type) is the one reported, as before. A Lua error inside an item (only a caller bug:
@@ -82,10 +82,10 @@
 -- @include settings-check
 -- @include call-error
 
--- The token part of the record this acquire writes (the header's "The record's token"), from the record as read
--- (`current`, false when absent): the proposal, unless the record already holds this lease with a higher token — a
--- duplicated or retried acquire never sets it back.
-local function record_token(current, lease_id, proposal)
+-- The token part of the record this acquire writes (the header's "The record's token"): the proposal, unless the
+-- record already holds this lease with a higher token — a duplicated or retried acquire never sets it back.
+local function record_token(record_key, lease_id, proposal)
+  local current = redis.call('GET', record_key)
   if current == false or lease_holder(current) ~= lease_id then
     return proposal
   end
@@ -152,40 +152,40 @@ local function acquire_one(lease_key, record_key, token_key, lease_id, ttl, prop
   -- other value belongs to someone else (in the 'redlock' layout also a key another program set, e.g. node-redlock
   -- itself). Script time stands still, so a key present for NX is still present for the GET.
   local separate = record_key ~= lease_key
-  -- A record of its own is held too (keys/key-layout.ts): with node-redlock's key beside a 'fenced' record, a
-  -- Coordinator holds only the record, so it is checked before the lease key is taken.
-  local current = false
-  if separate then
-    current = redis.call('GET', record_key)
-    if current ~= false and lease_holder(current) ~= lease_id then
-      return {2, redis.call('PTTL', record_key), cur}
+  local set = false
+  if not separate then
+    -- 'fenced': the lease key is the record. An absent one is written here, by one SET NX, with the proposal (what
+    -- record_token gives for an absent record); only a present one is read, below.
+    set = redis.pcall('SET', lease_key, lease_id .. '|' .. proposal, 'NX', 'PX', ttl)
+    if set ~= false and set.err ~= nil then
+      -- The script before this one read the record (record_token) before its SET NX: an error of that read or of
+      -- its token's comparison is reported first, as then; else the SET's (a ttl SET refuses, maxmemory).
+      record_token(record_key, lease_id, proposal)
+      return call_error(set)
     end
   end
-  local record = lease_id .. '|' .. record_token(current, lease_id, proposal)
-  local value = separate and lease_id or record
-  -- The lease key when absent is written by this one SET NX; only a present one is read (as the record, in the
-  -- 'fenced' layout: its token is kept by record_token, as above).
-  local set = redis.pcall('SET', lease_key, value, 'NX', 'PX', ttl)
   if set == false then
-    local held = redis.call('GET', lease_key)
-    if held ~= false and lease_holder(held) ~= lease_id then
-      return {2, redis.call('PTTL', lease_key), cur}
+    local record = lease_id .. '|' .. record_token(record_key, lease_id, proposal)
+    local value = separate and lease_id or record
+    -- A record of its own is held too (keys/key-layout.ts): with node-redlock's key beside a 'fenced' record, a
+    -- Coordinator holds only the record, so it is checked before the lease key is taken.
+    if separate then
+      local other = redis.call('GET', record_key)
+      if other ~= false and lease_holder(other) ~= lease_id then
+        return {2, redis.call('PTTL', record_key), cur}
+      end
+      set = redis.call('SET', lease_key, value, 'NX', 'PX', ttl)
     end
-    if not separate then
-      record = lease_id .. '|' .. record_token(held, lease_id, proposal)
-      value = record
+    if not set then
+      local held = redis.call('GET', lease_key)
+      if held ~= false and lease_holder(held) ~= lease_id then
+        return {2, redis.call('PTTL', lease_key), cur}
+      end
+      redis.call('SET', lease_key, value, 'PX', ttl)
     end
-    redis.call('SET', lease_key, value, 'PX', ttl)
-  elseif set.err ~= nil then
-    -- A 'fenced' record is read before it is written (record_token): an error of that read, or of its token's
-    -- comparison, comes before the SET's (a ttl SET refuses, or the node's maxmemory).
-    if not separate then
-      record_token(redis.call('GET', lease_key), lease_id, proposal)
+    if separate then
+      redis.call('SET', record_key, record, 'PX', ttl)
     end
-    return call_error(set)
-  end
-  if separate then
-    redis.call('SET', record_key, record, 'PX', ttl)
   end
   -- The promise: only above everything this node ever promised for the resource (cur, or the floor).
   if greater(proposal, cur) then

@@ -19,7 +19,7 @@
 -- restarted empty holds nothing of ours anyway.
 --
 -- Each item runs under pcall (a Redis error is that item's {7, message}); its calls are GET, DEL and PUBLISH, the fewest
--- for the check and the wake-up. The replies {1} and {2} are built once per batch (issue 37, "the lean scripts").
+-- for the check and the wake-up. The reply {1} is built once per batch (issue 37, "the lean scripts").
 
 -- @include lease-value
 -- @include call-error
@@ -29,14 +29,11 @@ if n < 1 or n % 1 ~= 0 or #ARGV ~= 2 * n then
   return redis.error_reply('ERR fenced release: expected 2n keys and 2n arguments')
 end
 
--- The two replies, each built once per batch and returned by every item that answers it.
+-- RELEASED, the reply of most items, built once per batch and returned by every item that answers it.
 local function released()
   return {1}
 end
-local function not_held()
-  return {2}
-end
-local RELEASED, NOT_HELD = released(), not_held()
+local RELEASED = released()
 
 local function release_one(lease_key, record_key, lease_id, channel)
   if record_key ~= lease_key then
@@ -47,11 +44,11 @@ local function release_one(lease_key, record_key, lease_id, channel)
   end
   local value = redis.call('GET', lease_key)
   if value == false then
-    return NOT_HELD
+    return {2}
   end
   -- Ownership check: a late release must never delete a successor's lease (F11).
   if lease_holder(value) ~= lease_id then
-    return NOT_HELD
+    return {2}
   end
   redis.call('DEL', lease_key)
   redis.call('PUBLISH', channel, lease_id)
