@@ -58,9 +58,10 @@
 -- Tests that fail without it: test/integration/coordinator/record-token.test.ts (a duplicated acquire on real nodes),
 -- test/unit/coordinator/protocol/lease-retries.test.ts (the simulation's `record-token-off` control).
 --
--- How a batch runs (issue 37, "the lean scripts": each item makes fewer Redis calls than the script before it, 44e2b59,
--- and makes them in the same order, so that every case, errors included, gets the same reply and leaves the same
--- keys; test/integration/coordinator/scripts/lean-scripts.test.ts runs both on redis-server):
+-- How a batch runs (issue 37, "the lean scripts": an item makes no Redis call the script before it (44e2b59) did not,
+-- fewer in the common cases below, and where it moves one it reports the error the earlier order reported, so that
+-- every case, errors included, gets the same reply and leaves the same keys;
+-- test/integration/coordinator/scripts/lean-scripts.test.ts runs both on redis-server):
 -- - Read once per batch: the incarnation, the seal epoch, the settings, and the floor (at the first item that reads a
 --   register; again after an item wrote the floor key: a promise on a stamped slot, or a resource named as the floor).
 --   A ttl string is compared with maxTtlMs once, for the items that carry the same one.
