@@ -18,8 +18,9 @@
 -- Release does not check the incarnation key: deleting our own lease is always safe, and a node that
 -- restarted empty holds nothing of ours anyway.
 --
--- Each item runs under pcall (a Redis error is that item's {7, message}); its calls are GET, DEL and PUBLISH, the fewest
--- for the check and the wake-up. The reply {1} is built once per batch (issue 37, "the lean scripts").
+-- Each item runs under pcall (a Redis error is that item's {7, message}); its calls are GET, DEL and PUBLISH (and a
+-- record's GET and DEL beside its lease key), the fewest for the check and the wake-up. The reply {1} is built once
+-- per batch (issue 37, "the lean scripts").
 
 -- @include lease-value
 -- @include call-error
