@@ -4,15 +4,17 @@
 // Starts five redis-servers of its own (DESIGN §3 persistence: appendonly, fsync always; free ports, temporary
 // directories) and a Coordinator over them; with `--baseline-ref`, also the Coordinator of that revision (its
 // sources in a temporary git worktree, bench/suite/baseline.ts; its own key prefix on the same nodes). Then, in
-// rounds, each variant in turn (the order alternating round by round, so drift in the machine spreads over both):
-//   batched     `--batches` times: `--concurrency` acquires of distinct resources started in one event-loop turn
+// `--rounds` rounds, each of (the variants in turn, the order alternating, so drift in the load hits both alike):
+//   batched     `--batches` batches: `--concurrency` acquires of distinct resources started in one event-loop turn
 //               (one batch per node), all awaited, then their releases the same way. This process's CPU
 //               (`process.cpuUsage`, user + system, all threads) over the acquires and over the releases,
-//               divided by the calls: the client's CPU per batched acquire and per batched release.
+//               divided by the calls: the client's CPU per batched acquire and per batched release. The variants
+//               take turns batch by batch.
 //   closed loop `--concurrency` workers, each `--cycles` acquire+release cycles back to back on resources of its
-//               own (scenario 1's shape): CPU per cycle and cycles per second.
+//               own (scenario 1's shape): CPU per cycle and cycles per second; one run per variant and round.
 // CPU, not wall time, is the figure: the machine is shared, and at 64 on 2 cores the client's CPU per cycle is
-// what it can change. Prints the medians over the rounds with [min–max]. Servers are stopped by their process ids.
+// what it can change. Prints medians with [p10–p90], and this revision ÷ the baseline both as the ratio of the
+// medians and as the median of the ratios of pairs run moments apart. Servers are stopped by their process ids.
 // Measures; never fails on a figure.
 import { loadavg } from 'node:os';
 import path from 'node:path';
@@ -22,7 +24,7 @@ import { Coordinator } from '@fenced/coordinator';
 import { startRedisNodes } from '@fenced/test-utils/redis-cluster';
 import { BASELINE_KEY_PREFIX, checkOutBaseline, type BaselineCheckout } from '../suite/baseline.js';
 import { positiveInteger } from '../suite/options.js';
-import { median } from '../suite/statistics.js';
+import { median, quantileSorted } from '../suite/statistics.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TTL_MS = 10_000;
@@ -97,20 +99,15 @@ try {
     await lock.ready();
   }
 
-  const batched = async (v: Variant, round: number): Promise<void> => {
-    let acquireUs = 0;
-    let releaseUs = 0;
-    for (let b = 0; b < batches; b++) {
-      const names = Array.from({ length: concurrency }, (_, i) => `cost:${(round * batches + b) % 50}:${i}`);
-      let from = process.cpuUsage();
-      const held = await Promise.all(names.map((name) => v.lock.acquire(name, { ttlMs: TTL_MS })));
-      acquireUs += cpuSince(from);
-      from = process.cpuUsage();
-      await Promise.all(held.map((lease) => lease.release()));
-      releaseUs += cpuSince(from);
-    }
-    v.acquireUs.push(acquireUs / (batches * concurrency));
-    v.releaseUs.push(releaseUs / (batches * concurrency));
+  /** One batch: `concurrency` acquires started in one turn, then their releases; CPU per call of each. */
+  const batched = async (v: Variant, index: number): Promise<void> => {
+    const names = Array.from({ length: concurrency }, (_, i) => `cost:${index % 50}:${i}`);
+    let from = process.cpuUsage();
+    const held = await Promise.all(names.map((name) => v.lock.acquire(name, { ttlMs: TTL_MS })));
+    v.acquireUs.push(cpuSince(from) / concurrency);
+    from = process.cpuUsage();
+    await Promise.all(held.map((lease) => lease.release()));
+    v.releaseUs.push(cpuSince(from) / concurrency);
   };
   const closedLoop = async (v: Variant): Promise<void> => {
     const from = process.cpuUsage();
@@ -127,28 +124,37 @@ try {
     v.cycleUs.push(cpuSince(from) / (concurrency * cycles));
     v.cyclesPerSecond.push((concurrency * cycles) / seconds);
   };
+  const inTurn = (index: number): Variant[] => (index % 2 === 0 ? variants : [...variants].reverse());
 
   // Warm-up: JIT, connections, the nodes' script caches; not counted.
   for (const v of variants) {
-    await batched(v, 0);
+    for (let b = 0; b < batches; b++) await batched(v, b);
     await closedLoop(v);
     v.acquireUs.length = v.releaseUs.length = v.cycleUs.length = v.cyclesPerSecond.length = 0;
   }
   const loadBefore = loadavg()[0]!;
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? variants : [...variants].reverse();
-    for (const v of order) await batched(v, round);
-    for (const v of order) await closedLoop(v);
+    // Batch by batch, the variants in turn (pairs taken moments apart, so the machine's load hits both alike).
+    for (let b = 0; b < batches; b++) {
+      const index = round * batches + b;
+      for (const v of inTurn(index)) await batched(v, index);
+    }
+    for (const v of inTurn(round)) await closedLoop(v);
     process.stderr.write(`round ${round + 1}/${rounds}\n`);
   }
   const loadAfter = loadavg()[0]!;
 
-  const cell = (list: number[], digits = 2): string =>
-    `${median(list).toFixed(digits)} [${Math.min(...list).toFixed(digits)}–${Math.max(...list).toFixed(digits)}]`;
+  const sortedOf = (list: readonly number[]): number[] => [...list].sort((a, b) => a - b);
+  const cell = (list: readonly number[], digits = 2): string => {
+    const sorted = sortedOf(list);
+    const q = (p: number) => quantileSorted(sorted, p).toFixed(digits);
+    return `${q(0.5)} [${q(0.1)}–${q(0.9)}]`;
+  };
   console.log(
-    `Client CPU per call at concurrency ${concurrency} (process.cpuUsage, user + system, µs; median [min–max] of ${rounds} rounds; ` +
-      `batched: ${batches} × ${concurrency} acquires then their releases per round; closed loop: ${concurrency} workers × ${cycles} cycles). ` +
-      `Load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after.\n`,
+    `Client CPU per call at concurrency ${concurrency} (process.cpuUsage, user + system, µs): median [p10–p90] of ` +
+      `${rounds * batches} batches (${concurrency} acquires started in one turn, then their releases) and of ${rounds} ` +
+      `closed-loop runs (${concurrency} workers × ${cycles} cycles) per variant, the variants in turn batch by batch ` +
+      `and run by run. Load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after.\n`,
   );
   console.log(
     '| variant | CPU per batched acquire | CPU per batched release | CPU per cycle, closed loop | cycles/s, closed loop |',
@@ -161,9 +167,13 @@ try {
   }
   if (variants.length === 2) {
     const [now, before] = variants as [Variant, Variant];
-    const ratio = (a: number[], b: number[]): string => (median(a) / median(b)).toFixed(3);
+    // The ratio of the medians, then the median of the pairs' own ratios (each pair run moments apart).
+    const ratio = (a: readonly number[], b: readonly number[]): string => {
+      const paired = sortedOf(a.map((x, i) => x / b[i]!));
+      return `${(median(a) / median(b)).toFixed(3)}× (pairs ${quantileSorted(paired, 0.5).toFixed(3)}×)`;
+    };
     console.log(
-      `| this ÷ baseline | ${ratio(now.acquireUs, before.acquireUs)}× | ${ratio(now.releaseUs, before.releaseUs)}× | ${ratio(now.cycleUs, before.cycleUs)}× | ${ratio(now.cyclesPerSecond, before.cyclesPerSecond)}× |`,
+      `| this ÷ baseline | ${ratio(now.acquireUs, before.acquireUs)} | ${ratio(now.releaseUs, before.releaseUs)} | ${ratio(now.cycleUs, before.cycleUs)} | ${ratio(now.cyclesPerSecond, before.cyclesPerSecond)} |`,
     );
   }
 } finally {
