@@ -150,6 +150,111 @@ export function isNoScriptError(error: unknown): boolean {
 }
 
 /**
+ * One EVALSHA as the bytes ioredis would write for it: `new Command('evalsha', argv).toWritable()` (a RESP array of
+ * bulk strings, each argument's length in UTF-8 bytes), UTF-8 encoded once into a Buffer. The socket write that
+ * follows copies nothing and converts nothing, so a buffer written to five sockets is converted once, not five
+ * times (test/unit/coordinator/scripts/encoded-command.test.ts compares the bytes with ioredis' own).
+ */
+export function encodeCommand(name: string, argv: readonly string[]): Buffer {
+  let text = `*${argv.length + 1}\r\n$${Buffer.byteLength(name)}\r\n${name}\r\n`;
+  for (const arg of argv) text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+  return Buffer.from(text, 'utf8');
+}
+
+/**
+ * An ioredis command whose bytes were encoded before it was made ({@link encodeCommand}): ioredis queues it, times
+ * it and hands it its reply as any other command (its own promise, its own reply, its own failure); only
+ * `toWritable` returns the bytes given instead of encoding `args` again. `args` is the arguments those bytes
+ * encode, for what ioredis shows of a command (debug output, tracing) and never changed: set after the constructor,
+ * which would otherwise copy and stringify them. For standalone clients only: an ioredis Cluster client routes a
+ * command by the keys it finds in `args` and is given plain commands (`runScript`).
+ */
+class EncodedCommand extends Command {
+  constructor(
+    name: string,
+    argv: string[],
+    private readonly encoded: Buffer,
+  ) {
+    super(name, [], { replyEncoding: 'utf8' });
+    this.args = argv;
+  }
+
+  override toWritable(): Buffer {
+    return this.encoded;
+  }
+}
+
+/** One script call as encoded last: what it was made from, and its bytes. */
+interface EncodedCall {
+  readonly sha: string;
+  readonly keyCount: number;
+  /** The arguments as given (numbers not yet strings), compared with the next call's. */
+  readonly args: readonly (string | number)[];
+  /** `[sha, key count, ...keys, ...args]`, all strings: what `bytes` encodes. */
+  readonly argv: string[];
+  readonly bytes: Buffer;
+}
+
+/**
+ * The scripts a caller sends with the same keys and arguments to every node, one node after the other in the same
+ * event-loop turn: a batch of acquires or releases (each node's `ScriptBatcher` flushes in turn), an extend, a
+ * promise round. Their last encoding is kept and reused by the next call when its keys and arguments are equal,
+ * element by element, so the five nodes' copies of one batch are encoded once.
+ */
+const SHARED_ENCODING: ReadonlySet<ScriptName> = new Set<ScriptName>([
+  'acquire',
+  'release',
+  'extend',
+  'promise',
+]);
+
+/** Per script of SHARED_ENCODING, the call encoded last (in this process, for any client). */
+const lastEncoded = new Map<ScriptName, EncodedCall>();
+
+/** Whether `call` encodes exactly these keys and arguments: every element compared, nothing assumed. */
+function encodes(
+  call: EncodedCall,
+  sha: string,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): boolean {
+  if (call.sha !== sha || call.keyCount !== keys.length || call.args.length !== args.length) return false;
+  const { argv } = call;
+  for (let i = 0; i < keys.length; i++) if (argv[i + 2] !== keys[i]) return false;
+  for (let i = 0; i < args.length; i++) if (call.args[i] !== args[i]) return false;
+  return true;
+}
+
+/** The bytes of EVALSHA `sha` with these keys and arguments, reusing the last encoding of `name` when it is equal. */
+function encodedCall(
+  name: ScriptName,
+  sha: string,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): EncodedCall {
+  const shared = SHARED_ENCODING.has(name);
+  const last = shared ? lastEncoded.get(name) : undefined;
+  if (last !== undefined && encodes(last, sha, keys, args)) return last;
+  const argv: string[] = [sha, String(keys.length)];
+  for (const key of keys) argv.push(key);
+  for (const arg of args) argv.push(String(arg));
+  const call: EncodedCall = {
+    sha,
+    keyCount: keys.length,
+    args: args.slice(),
+    argv,
+    bytes: encodeCommand('evalsha', argv),
+  };
+  if (shared) lastEncoded.set(name, call);
+  return call;
+}
+
+/** Whether `client` is an ioredis Cluster client (of any copy of ioredis 4.28+ or 5). */
+function isCluster(client: Redis): boolean {
+  return (client as unknown as { isCluster?: unknown }).isCluster === true;
+}
+
+/**
  * Runs a script by its SHA1 (EVALSHA). The reply is raw and must go through `interpretReply` (or
  * `splitBatchReply` for the batch scripts).
  *
@@ -161,6 +266,11 @@ export function isNoScriptError(error: unknown): boolean {
  * The command goes to the connection directly (`sendCommand`), past ioredis' auto-pipelining: the coordinator
  * batches its calls itself, and an auto-pipeline keeps only one pipeline in flight per connection, so every
  * batch would wait for the previous one's replies. Commands leave in call order on each connection.
+ *
+ * To a standalone node the command goes encoded once per distinct call ({@link encodedCall}): the same batch sent
+ * to five nodes is one encoding written to five sockets, and a node whose keys or arguments differ (its own seal
+ * epoch, a batch of other calls) gets an encoding of its own. Each node's command is still its own: its reply, its
+ * failure, its place in its connection's queue.
  */
 export function runScript(
   client: Redis,
@@ -174,10 +284,17 @@ export function runScript(
       new Error(`${name} takes ${expected === 'batch' ? 'at least one' : expected} keys, got ${keys.length}`),
     );
   }
-  const argv: (string | number)[] = [scripts().get(name)!.sha, keys.length];
-  for (const key of keys) argv.push(key);
-  for (const arg of args) argv.push(arg);
-  const command = new Command('evalsha', argv, { replyEncoding: 'utf8' });
+  const sha = scripts().get(name)!.sha;
+  let command: InstanceType<typeof Command>;
+  if (isCluster(client)) {
+    const argv: (string | number)[] = [sha, keys.length];
+    for (const key of keys) argv.push(key);
+    for (const arg of args) argv.push(arg);
+    command = new Command('evalsha', argv, { replyEncoding: 'utf8' });
+  } else {
+    const call = encodedCall(name, sha, keys, args);
+    command = new EncodedCommand('evalsha', call.argv, call.bytes);
+  }
   client.sendCommand(command);
   return command.promise;
 }

@@ -10,6 +10,7 @@ import {
   DEFAULT_KEY_PREFIX,
   eventually,
   keysOf,
+  nodeStateKeys,
   startCoordinatorFixture,
   unique,
   type CoordinatorFixture,
@@ -95,6 +96,44 @@ describe('batched acquire and release', () => {
       expect(await raw[0]!.get(keys.lease)).toBeNull();
     } finally {
       await node.close();
+    }
+  });
+
+  it('sends each node the seal epoch it last saw, where the same batch to the others is encoded once', async () => {
+    // One batch of the same acquires to five nodes is encoded once (scripts.ts, runScript); a node whose epoch
+    // differs must still receive its own, or it refuses the acquire as sealed and records nothing.
+    const conns = env.urls.map(
+      (url, i) => new NodeConnection(i, url, DEFAULT_KEY_PREFIX, () => undefined, 1_000),
+    );
+    const sealKey = nodeStateKeys(DEFAULT_KEY_PREFIX).seal;
+    const before = await Promise.all(raw.map((r) => r.get(sealKey)));
+    const epoch = `epoch-${unique('seal')}`;
+    try {
+      await Promise.all(conns.map((c) => c.waitUntilConnected(5_000)));
+      conns.forEach((c, i) => {
+        c.nodeCount = env.urls.length;
+        c.sealEpoch = before[i] ?? '';
+      });
+      // Node 2 was sealed since (a repair read it), and this process knows its new epoch.
+      await raw[2]!.set(sealKey, epoch);
+      conns[2]!.sealEpoch = epoch;
+      const resources = Array.from({ length: 3 }, () => unique('epochs'));
+      const replies = await Promise.all(
+        conns.flatMap((c) =>
+          resources.map((r) => c.acquire(1_000, keysOf(r), 'lease-id-0123456789abcd', 60_000, 123n)),
+        ),
+      );
+      expect(replies).toEqual(replies.map(() => ({ kind: 'granted', promised: true })));
+      for (const r of raw) {
+        for (const resource of resources) expect(await r.get(keysOf(resource).lease)).not.toBeNull();
+      }
+      await Promise.all(
+        conns.flatMap((c) => resources.map((r) => c.release(1_000, keysOf(r), 'lease-id-0123456789abcd'))),
+      );
+    } finally {
+      const old = before[2];
+      await (old === null || old === undefined ? raw[2]!.del(sealKey) : raw[2]!.set(sealKey, old));
+      await Promise.all(conns.map((c) => c.close()));
     }
   });
 
