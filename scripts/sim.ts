@@ -11,7 +11,7 @@
  *                                               coverage signals, mutated, instead of schedules drawn from scratch
  *   npm run sim -- --cluster                    cases with Redis Cluster members and the Cluster faults (shard restarts,
  *                                               slot moves in batches); the guided search follows F29's chain
- *   npm run sim -- --guided --focus f27         the guided search over the F27 focus (nemesis.ts: three nodes, one
+ *   npm run sim -- --guided --f27               the guided search over the F27 focus (nemesis.ts: three nodes, one
  *                                               resource, F27's fault kinds and a quiet of every client)
  *   npm run sim -- --without other-layout,other-node-count
  *                                               leave out processes started with these settings (to look past a
@@ -45,7 +45,7 @@ const { values } = parseArgs({
     without: { type: 'string' },
     guided: { type: 'boolean', default: false },
     cluster: { type: 'boolean', default: false },
-    focus: { type: 'string' },
+    f27: { type: 'boolean', default: false },
   },
 });
 const variant = values.variant as NemesisVariant;
@@ -74,7 +74,7 @@ if (values.guided) {
     variant,
     seed,
     cluster: values.cluster,
-    ...(values.focus === 'f27' ? { focus: 'f27' as const } : {}),
+    ...(values.f27 ? { focus: 'f27' as const } : {}),
     budgetMs: minutes * 60_000,
     stopAtFirst: !values.all,
     without,

@@ -5,7 +5,7 @@
 // (24) in `npm run mutants -- --simulation`. The negative control switches the floor rule off (`floor-rule-off`: a
 // present register is the answer even below the node's floor, as before the F27 fix): the same search must find a G2
 // violation, shrink it, replay it, and the shipped scripts must keep G2 on the shrunk case (DESIGN §3: a node never
-// answers below its floor). `npm run sim -- --guided --focus f27` runs it for minutes; docs/simulation.md "F27 by
+// answers below its floor). `npm run sim -- --guided --f27` runs it for minutes; docs/simulation.md "F27 by
 // guided search" records what it found there.
 import { describe, expect, it } from 'vitest';
 import { guidedSearch } from '../../../fixtures/protocol-sim/guided.js';
