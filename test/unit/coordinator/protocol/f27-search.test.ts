@@ -23,7 +23,7 @@ const RUNS = Number(process.env.SIM_F27_RUNS ?? 170);
 
 describe('F27 found by the guided search', () => {
   it(
-    `keeps G2 over ${RUNS} focused schedules on the shipped scripts ((with the floor rule cut out, this same search breaks G2 at schedule 161))`,
+    `keeps G2 over ${RUNS} focused schedules on the shipped scripts (with the floor rule cut out, this same search breaks G2 at schedule 161)`,
     async () => {
       const report = await guidedSearch({ focus: 'f27', seed: SEED, budgetMs: Infinity, maxSchedules: RUNS });
       expect(report.found.map((f) => f.violation)).toEqual([]);
