@@ -11,6 +11,8 @@
  *                                               coverage signals, mutated, instead of schedules drawn from scratch
  *   npm run sim -- --cluster                    cases with Redis Cluster members and the Cluster faults (shard restarts,
  *                                               slot moves in batches); the guided search follows F29's chain
+ *   npm run sim -- --guided --f27               the guided search over the F27 focus (nemesis.ts: three nodes, one
+ *                                               resource, F27's fault kinds and a quiet of every client)
  *   npm run sim -- --without other-layout,other-node-count
  *                                               leave out processes started with these settings (to look past a
  *                                               violation already found)
@@ -43,6 +45,7 @@ const { values } = parseArgs({
     without: { type: 'string' },
     guided: { type: 'boolean', default: false },
     cluster: { type: 'boolean', default: false },
+    f27: { type: 'boolean', default: false },
   },
 });
 const variant = values.variant as NemesisVariant;
@@ -71,6 +74,7 @@ if (values.guided) {
     variant,
     seed,
     cluster: values.cluster,
+    ...(values.f27 ? { focus: 'f27' as const } : {}),
     budgetMs: minutes * 60_000,
     stopAtFirst: !values.all,
     without,
