@@ -18,7 +18,9 @@
  * Prints each round's seed, the schedules run, grants and guarded transactions checked (G2; G3, G4, G5 over the
  * modelled guard), violations (seed, schedules needed, shrunk case) and, at the end, per step how many schedules ran
  * it and cut right after it, the (step, fault) cuts no schedule took, and the scripts no schedule ran
- * (protocol-sim/coverage.ts). Exits 1 on a violation.
+ * (protocol-sim/coverage.ts; with --cluster the Cluster steps — MIGRATE batches, a move's end, shard probes, slot reads,
+ * the slot repair's steps, a Cluster member's fold — and fault kinds too, the cuts counted against their whole
+ * matrix). Exits 1 on a violation.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -138,5 +140,6 @@ console.log(
 console.log(
   `extends that reported a token below their grant's (each a violation): ${report.lowerExtendTokens}`,
 );
-for (const line of formatCoverage(report.detail, report.schedules)) console.log(line);
+for (const line of formatCoverage(report.detail, report.schedules, { cluster: values.cluster }))
+  console.log(line);
 process.exit(report.found.length === 0 ? 0 : 1);
