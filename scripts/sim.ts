@@ -14,6 +14,9 @@
  *   npm run sim -- --without other-layout,other-node-count
  *                                               leave out processes started with these settings (to look past a
  *                                               violation already found)
+ *   npm run sim -- --focus '{"nodes":3,"cluster":{"members":2,"shards":2},"palette":["migrate-slot","amnesia"]}'
+ *                                               every case drawn (and, guided, every mutant) takes these fields: a
+ *                                               focus on one shape of case, every cut still drawn
  *
  * Prints each round's seed, the schedules run, grants and guarded transactions checked (G2; G3, G4, G5 over the
  * modelled guard), violations (seed, schedules needed, shrunk case) and, at the end, per step how many schedules ran
@@ -45,6 +48,7 @@ const { values } = parseArgs({
     without: { type: 'string' },
     guided: { type: 'boolean', default: false },
     cluster: { type: 'boolean', default: false },
+    focus: { type: 'string' },
   },
 });
 const variant = values.variant as NemesisVariant;
@@ -62,13 +66,19 @@ if (values.replay !== undefined) {
 const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
 const minutes = Number(values.minutes);
 const without = (values.without?.split(',') ?? []) as ClientSettings[];
+/** The focus: fields every case takes (as cluster-nemesis.test.ts's negative control focuses its search). */
+const focus = values.focus === undefined ? undefined : (JSON.parse(values.focus) as Partial<NemesisCase>);
+const shape = focus === undefined ? undefined : (c: NemesisCase): NemesisCase => ({ ...c, ...focus });
 const maxSchedules = values['max-schedules'] !== undefined ? Number(values['max-schedules']) : undefined;
 
 /** The chain the guided search follows: F29's in cases with Cluster members, F27's otherwise. */
 const CHAIN: readonly string[] = values.cluster ? F29_CHAIN : F27;
 
 if (values.guided) {
-  console.log(`guided nemesis search: variant ${variant}, ${minutes} min, seed ${seed}`);
+  console.log(
+    `guided nemesis search: variant ${variant}, ${minutes} min, seed ${seed}` +
+      (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : ''),
+  );
   const report = await guidedSearch({
     variant,
     seed,
@@ -76,6 +86,7 @@ if (values.guided) {
     budgetMs: minutes * 60_000,
     stopAtFirst: !values.all,
     without,
+    ...(shape !== undefined ? { shape } : {}),
     every: 500,
     ...(maxSchedules !== undefined ? { maxSchedules } : {}),
     onProgress: (r) =>
@@ -111,7 +122,8 @@ if (values.guided) {
 }
 
 console.log(
-  `nemesis search${values.cluster ? ' (mixed members)' : ''}: variant ${variant}, ${minutes} min, first round seed ${seed}`,
+  `nemesis search${values.cluster ? ' (mixed members)' : ''}: variant ${variant}, ${minutes} min, first round seed ${seed}` +
+    (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : ''),
 );
 const report = await searchNemesis({
   variant,
@@ -120,6 +132,7 @@ const report = await searchNemesis({
   stopAtFirst: !values.all,
   without,
   cluster: values.cluster,
+  ...(shape !== undefined ? { shape } : {}),
   ...(maxSchedules !== undefined ? { maxSchedules } : {}),
   onRound: (r, roundSeed) =>
     console.log(
