@@ -6,6 +6,10 @@
  *   npm run sim -- --seed 1234                  start from that round seed (round k uses seed + k)
  *   npm run sim -- --variant floor-rule-off     search against a negative control's mutant instead of the shipped scripts
  *   npm run sim -- --replay '<case json>'       run one case again (the shrunk case a failure printed), with its log
+ *   npm run sim -- --replay '<case json>' --shrink 2000
+ *                                               shrink that case further (guided.ts's greedy shrink, up to 2000 runs;
+ *                                               any violation counts) and print the shrunk case
+ *   npm run sim -- --guided --shrink-runs 2000  shrink a violation found with up to 2000 runs (default 400)
  *   npm run sim -- --all                        go on after a violation (default: stop at the first)
  *   npm run sim -- --guided                     the guided search (guided.ts): a corpus of schedules that reached new
  *                                               coverage signals, mutated, instead of schedules drawn from scratch
@@ -34,7 +38,7 @@ import {
 } from '../test/fixtures/protocol-sim/nemesis.js';
 import { F29_CHAIN } from '../test/fixtures/protocol-sim/cluster-faults.js';
 import { formatCoverage } from '../test/fixtures/protocol-sim/coverage.js';
-import { F27_CHAIN as F27, guidedSearch } from '../test/fixtures/protocol-sim/guided.js';
+import { F27_CHAIN as F27, guidedSearch, shrink } from '../test/fixtures/protocol-sim/guided.js';
 import { searchNemesis } from '../test/fixtures/protocol-sim/search.js';
 
 const { values } = parseArgs({
@@ -49,9 +53,22 @@ const { values } = parseArgs({
     guided: { type: 'boolean', default: false },
     cluster: { type: 'boolean', default: false },
     focus: { type: 'string' },
+    shrink: { type: 'string' },
+    'shrink-runs': { type: 'string' },
   },
 });
 const variant = values.variant as NemesisVariant;
+
+if (values.replay !== undefined && values.shrink !== undefined) {
+  const started = performance.now();
+  const shrunk = await shrink(JSON.parse(values.replay) as NemesisCase, variant, Number(values.shrink));
+  console.log(
+    `shrunk in ${shrunk.shrinks} steps (${shrunk.runs} runs, ${Math.round((performance.now() - started) / 1000)} s) to ` +
+      `${shrunk.c.cuts.length} cuts:\n  ${shrunk.violation}\n` +
+      `  replay: npm run sim -- --variant ${variant} --replay '${JSON.stringify(shrunk.c)}'`,
+  );
+  process.exit(0);
+}
 
 if (values.replay !== undefined) {
   const c = JSON.parse(values.replay) as NemesisCase;
@@ -88,6 +105,7 @@ if (values.guided) {
     without,
     ...(shape !== undefined ? { shape } : {}),
     every: 500,
+    ...(values['shrink-runs'] !== undefined ? { maxShrinkRuns: Number(values['shrink-runs']) } : {}),
     ...(maxSchedules !== undefined ? { maxSchedules } : {}),
     onProgress: (r) =>
       console.log(
