@@ -21,6 +21,8 @@
  *   npm run sim -- --focus '{"nodes":3,"cluster":{"members":2,"shards":2},"palette":["migrate-slot","amnesia"]}'
  *                                               every case drawn (and, guided, every mutant) takes these fields: a
  *                                               focus on one shape of case, every cut still drawn
+ *   npm run sim -- --cluster --completed-moves  every slot move runs to its end (no cancelled move): a focus on the
+ *                                               forms of F29 where a shard restarts during the move
  *
  * Prints each round's seed, the schedules run, grants and guarded transactions checked (G2; G3, G4, G5 over the
  * modelled guard), violations (seed, schedules needed, shrunk case) and, at the end, per step how many schedules ran
@@ -54,6 +56,7 @@ const { values } = parseArgs({
     cluster: { type: 'boolean', default: false },
     focus: { type: 'string' },
     shrink: { type: 'string' },
+    'completed-moves': { type: 'boolean', default: false },
     'shrink-runs': { type: 'string' },
   },
 });
@@ -85,7 +88,20 @@ const minutes = Number(values.minutes);
 const without = (values.without?.split(',') ?? []) as ClientSettings[];
 /** The focus: fields every case takes (as cluster-nemesis.test.ts's negative control focuses its search). */
 const focus = values.focus === undefined ? undefined : (JSON.parse(values.focus) as Partial<NemesisCase>);
-const shape = focus === undefined ? undefined : (c: NemesisCase): NemesisCase => ({ ...c, ...focus });
+/** With --completed-moves, no slot move is cancelled. */
+const completed = (c: NemesisCase): NemesisCase => ({
+  ...c,
+  cuts: c.cuts.map((cut) =>
+    cut.fault.kind === 'migrate-slot' ? { ...cut, fault: { ...cut.fault, cancelAfter: 0 } } : cut,
+  ),
+});
+const shape =
+  focus === undefined && !values['completed-moves']
+    ? undefined
+    : (c: NemesisCase): NemesisCase => {
+        const focused = { ...c, ...focus };
+        return values['completed-moves'] ? completed(focused) : focused;
+      };
 const maxSchedules = values['max-schedules'] !== undefined ? Number(values['max-schedules']) : undefined;
 
 /** The chain the guided search follows: F29's in cases with Cluster members, F27's otherwise. */
@@ -94,7 +110,8 @@ const CHAIN: readonly string[] = values.cluster ? F29_CHAIN : F27;
 if (values.guided) {
   console.log(
     `guided nemesis search: variant ${variant}, ${minutes} min, seed ${seed}` +
-      (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : ''),
+      (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : '') +
+      (values['completed-moves'] ? ', completed moves only' : ''),
   );
   const report = await guidedSearch({
     variant,
