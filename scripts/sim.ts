@@ -158,7 +158,8 @@ if (values.guided) {
 
 console.log(
   `nemesis search${values.cluster ? ' (mixed members)' : ''}: variant ${variant}, ${minutes} min, first round seed ${seed}` +
-    (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : ''),
+    (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : '') +
+    (values['completed-moves'] ? ', completed moves only' : ''),
 );
 const report = await searchNemesis({
   variant,
