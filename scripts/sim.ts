@@ -6,6 +6,10 @@
  *   npm run sim -- --seed 1234                  start from that round seed (round k uses seed + k)
  *   npm run sim -- --variant floor-rule-off     search against a negative control's mutant instead of the shipped scripts
  *   npm run sim -- --replay '<case json>'       run one case again (the shrunk case a failure printed), with its log
+ *   npm run sim -- --replay '<case json>' --shrink 2000
+ *                                               shrink that case further (guided.ts's greedy shrink, up to 2000 runs;
+ *                                               any violation counts) and print the shrunk case
+ *   npm run sim -- --guided --shrink-runs 2000  shrink a violation found with up to 2000 runs (default 400)
  *   npm run sim -- --all                        go on after a violation (default: stop at the first)
  *   npm run sim -- --guided                     the guided search (guided.ts): a corpus of schedules that reached new
  *                                               coverage signals, mutated, instead of schedules drawn from scratch
@@ -16,11 +20,18 @@
  *   npm run sim -- --without other-layout,other-node-count
  *                                               leave out processes started with these settings (to look past a
  *                                               violation already found)
+ *   npm run sim -- --focus '{"nodes":3,"cluster":{"members":2,"shards":2},"palette":["migrate-slot","amnesia"]}'
+ *                                               every case drawn (and, guided, every mutant) takes these fields: a
+ *                                               focus on one shape of case, every cut still drawn
+ *   npm run sim -- --cluster --completed-moves  every slot move runs to its end (no cancelled move): a focus on the
+ *                                               forms of F29 where a shard restarts during the move
  *
  * Prints each round's seed, the schedules run, grants and guarded transactions checked (G2; G3, G4, G5 over the
  * modelled guard), violations (seed, schedules needed, shrunk case) and, at the end, per step how many schedules ran
  * it and cut right after it, the (step, fault) cuts no schedule took, and the scripts no schedule ran
- * (protocol-sim/coverage.ts). Exits 1 on a violation.
+ * (protocol-sim/coverage.ts; with --cluster the Cluster steps — MIGRATE batches, a move's end, shard probes, slot reads,
+ * the slot repair's steps, a Cluster member's fold — and fault kinds too, the cuts counted against their whole
+ * matrix). Exits 1 on a violation.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -31,7 +42,7 @@ import {
 } from '../test/fixtures/protocol-sim/nemesis.js';
 import { F29_CHAIN } from '../test/fixtures/protocol-sim/cluster-faults.js';
 import { formatCoverage } from '../test/fixtures/protocol-sim/coverage.js';
-import { F27_CHAIN as F27, guidedSearch } from '../test/fixtures/protocol-sim/guided.js';
+import { F27_CHAIN as F27, guidedSearch, shrink } from '../test/fixtures/protocol-sim/guided.js';
 import { searchNemesis } from '../test/fixtures/protocol-sim/search.js';
 
 const { values } = parseArgs({
@@ -46,9 +57,24 @@ const { values } = parseArgs({
     guided: { type: 'boolean', default: false },
     cluster: { type: 'boolean', default: false },
     f27: { type: 'boolean', default: false },
+    focus: { type: 'string' },
+    shrink: { type: 'string' },
+    'completed-moves': { type: 'boolean', default: false },
+    'shrink-runs': { type: 'string' },
   },
 });
 const variant = values.variant as NemesisVariant;
+
+if (values.replay !== undefined && values.shrink !== undefined) {
+  const started = performance.now();
+  const shrunk = await shrink(JSON.parse(values.replay) as NemesisCase, variant, Number(values.shrink));
+  console.log(
+    `shrunk in ${shrunk.shrinks} steps (${shrunk.runs} runs, ${Math.round((performance.now() - started) / 1000)} s) to ` +
+      `${shrunk.c.cuts.length} cuts:\n  ${shrunk.violation}\n` +
+      `  replay: npm run sim -- --variant ${variant} --replay '${JSON.stringify(shrunk.c)}'`,
+  );
+  process.exit(0);
+}
 
 if (values.replay !== undefined) {
   const c = JSON.parse(values.replay) as NemesisCase;
@@ -63,13 +89,33 @@ if (values.replay !== undefined) {
 const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
 const minutes = Number(values.minutes);
 const without = (values.without?.split(',') ?? []) as ClientSettings[];
+/** The focus: fields every case takes (as cluster-nemesis.test.ts's negative control focuses its search). */
+const focus = values.focus === undefined ? undefined : (JSON.parse(values.focus) as Partial<NemesisCase>);
+/** With --completed-moves, no slot move is cancelled. */
+const completed = (c: NemesisCase): NemesisCase => ({
+  ...c,
+  cuts: c.cuts.map((cut) =>
+    cut.fault.kind === 'migrate-slot' ? { ...cut, fault: { ...cut.fault, cancelAfter: 0 } } : cut,
+  ),
+});
+const shape =
+  focus === undefined && !values['completed-moves']
+    ? undefined
+    : (c: NemesisCase): NemesisCase => {
+        const focused = { ...c, ...focus };
+        return values['completed-moves'] ? completed(focused) : focused;
+      };
 const maxSchedules = values['max-schedules'] !== undefined ? Number(values['max-schedules']) : undefined;
 
 /** The chain the guided search follows: F29's in cases with Cluster members, F27's otherwise. */
 const CHAIN: readonly string[] = values.cluster ? F29_CHAIN : F27;
 
 if (values.guided) {
-  console.log(`guided nemesis search: variant ${variant}, ${minutes} min, seed ${seed}`);
+  console.log(
+    `guided nemesis search: variant ${variant}, ${minutes} min, seed ${seed}` +
+      (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : '') +
+      (values['completed-moves'] ? ', completed moves only' : ''),
+  );
   const report = await guidedSearch({
     variant,
     seed,
@@ -78,7 +124,9 @@ if (values.guided) {
     budgetMs: minutes * 60_000,
     stopAtFirst: !values.all,
     without,
+    ...(shape !== undefined ? { shape } : {}),
     every: 500,
+    ...(values['shrink-runs'] !== undefined ? { maxShrinkRuns: Number(values['shrink-runs']) } : {}),
     ...(maxSchedules !== undefined ? { maxSchedules } : {}),
     onProgress: (r) =>
       console.log(
@@ -113,7 +161,9 @@ if (values.guided) {
 }
 
 console.log(
-  `nemesis search${values.cluster ? ' (mixed members)' : ''}: variant ${variant}, ${minutes} min, first round seed ${seed}`,
+  `nemesis search${values.cluster ? ' (mixed members)' : ''}: variant ${variant}, ${minutes} min, first round seed ${seed}` +
+    (focus !== undefined ? `, focus ${JSON.stringify(focus)}` : '') +
+    (values['completed-moves'] ? ', completed moves only' : ''),
 );
 const report = await searchNemesis({
   variant,
@@ -122,6 +172,7 @@ const report = await searchNemesis({
   stopAtFirst: !values.all,
   without,
   cluster: values.cluster,
+  ...(shape !== undefined ? { shape } : {}),
   ...(maxSchedules !== undefined ? { maxSchedules } : {}),
   onRound: (r, roundSeed) =>
     console.log(
@@ -142,5 +193,6 @@ console.log(
 console.log(
   `extends that reported a token below their grant's (each a violation): ${report.lowerExtendTokens}`,
 );
-for (const line of formatCoverage(report.detail, report.schedules)) console.log(line);
+for (const line of formatCoverage(report.detail, report.schedules, { cluster: values.cluster }))
+  console.log(line);
 process.exit(report.found.length === 0 ? 0 : 1);
