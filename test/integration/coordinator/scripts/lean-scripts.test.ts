@@ -322,15 +322,24 @@ function withHealthy(generated: readonly KeyDump[], c: Case): KeyDump[] {
   if (h === undefined) {
     return [
       ...generated.filter((key) => !c.wrongType.includes(key.key)),
-      ...c.wrongType.map((key): KeyDump => ({ key, value: { type: 'hash', value: new Map([['f', 'v']]) } })),
+      ...c.wrongType.map((key): KeyDump => ({
+        key,
+        value: { type: 'hash', value: new Map([['f', 'v']]) },
+        pttlMs: undefined,
+      })),
     ];
   }
   const k = c.state;
   const replaced = new Set([k.incarnation, k.floor, k.seal, k.settings]);
-  const string = (key: string, value: string): KeyDump => ({ key, value: { type: 'string', value } });
+  const string = (key: string, value: string): KeyDump => ({
+    key,
+    value: { type: 'string', value },
+    pttlMs: undefined,
+  });
   const stamped = k.incarnation !== nodeStateKeys(PREFIX).incarnation;
   const state = generated.filter((key) => !replaced.has(key.key) && !c.wrongType.includes(key.key));
-  for (const key of c.wrongType) state.push({ key, value: { type: 'hash', value: new Map([['f', 'v']]) } });
+  for (const key of c.wrongType)
+    state.push({ key, value: { type: 'hash', value: new Map([['f', 'v']]) }, pttlMs: undefined });
   state.push(string(k.incarnation, stamped ? `I1@${shardId}` : 'I1'));
   // A stamped slot votes only with all three witnesses; a standalone node reads absent ones as '0', '' and none.
   const floor = h.floor ?? (stamped ? '0' : undefined);
@@ -339,7 +348,11 @@ function withHealthy(generated: readonly KeyDump[], c: Case): KeyDump[] {
   if (seal !== undefined) state.push(string(k.seal, seal));
   const settings = h.settings.length > 0 || !stamped ? h.settings : [['witness', '1'] as const];
   if (settings.length > 0) {
-    state.push({ key: k.settings, value: { type: 'hash', value: new Map(settings as [string, string][]) } });
+    state.push({
+      key: k.settings,
+      value: { type: 'hash', value: new Map(settings as [string, string][]) },
+      pttlMs: undefined,
+    });
   }
   return state;
 }
