@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Coordinator, Lease } from '@fenced/coordinator';
 import { QuorumUnavailableError } from '@fenced/shared';
 import { NodeConnection } from '../../../../packages/coordinator/src/nodes/node-connection.js';
-import { loadScriptSource } from '../../../../packages/coordinator/src/scripts/scripts.js';
+import { loadScriptSource, SCRIPT_NAMES } from '../../../../packages/coordinator/src/scripts/scripts.js';
 import type { RedisNodes } from '@fenced/test-utils/redis-cluster';
 import {
   DEFAULT_KEY_PREFIX,
@@ -145,6 +145,13 @@ describe('batched acquire and release', () => {
     node.nodeCount = env.urls.length;
     try {
       await node.waitUntilConnected(5_000);
+      // The connection's own SCRIPT LOADs (sent on 'ready') must all have run before the flush: a node reads a
+      // long pipeline in pieces, so under load a flush from another connection can land between them and leave
+      // acquire.lua cached after it.
+      const shas = SCRIPT_NAMES.map((name) => sha1(loadScriptSource(name)));
+      await eventually(async () =>
+        ((await raw[0]!.script('EXISTS', ...shas)) as number[]).every((cached) => cached === 1),
+      );
       await raw[0]!.script('FLUSH');
       await raw[0]!.script('LOAD', loadScriptSource('release'));
       const keys = keysOf(unique('noscript'));
