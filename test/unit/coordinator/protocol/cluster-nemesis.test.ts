@@ -31,7 +31,8 @@ const NEGATIVE_RUNS = Number(process.env.SIM_CLUSTER_NEGATIVE_RUNS ?? 100);
  * `npm run mutants -- --simulation`, where negative controls are left out. Seed 9, the negative control's, reaches
  * none of the rules' rows (26–28) in 150 schedules; in a sweep of seeds 1–5 with each row's edit made, seed 5 is the
  * first that breaks G2 with the witness check cut out (row 27, at schedule 144); rows 26 and 28 were found by none.
- * Any change to what the simulated processes do redraws every schedule, and the sweep must be run again.
+ * Any change to what the simulated processes do redraws every schedule, and the sweep must be run again. (Its
+ * name must not say "negative control": `--simulation` leaves out every test whose name does.)
  */
 const FOCUSED_SEED = Number(process.env.SIM_CLUSTER_FOCUSED_SEED ?? 5);
 const FOCUSED_RUNS = Number(process.env.SIM_CLUSTER_FOCUSED_RUNS ?? 150);
@@ -70,7 +71,7 @@ describe('the nemesis over mixed members (standalone nodes and Redis Cluster mem
   );
 
   it(
-    `keeps G2 over ${FOCUSED_RUNS} schedules of the negative control's focused search on the shipped scripts (with the slot's witness check cut out, this same search breaks G2 at schedule 144)`,
+    `keeps G2 over ${FOCUSED_RUNS} schedules of the focused slot-move search on the shipped scripts (with the slot's witness check cut out, this same search breaks G2 at schedule 144)`,
     async () => {
       const report = await guidedSearch({
         cluster: true,
