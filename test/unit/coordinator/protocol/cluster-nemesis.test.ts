@@ -28,11 +28,12 @@ const NEGATIVE_RUNS = Number(process.env.SIM_CLUSTER_NEGATIVE_RUNS ?? 100);
 /**
  * The negative control's focused search (below) on the shipped scripts: its seed and how many schedules it takes
  * (`SIM_CLUSTER_FOCUSED_SEED`, `SIM_CLUSTER_FOCUSED_RUNS`). It stands for the slot rules in
- * `npm run mutants -- --simulation`, where negative controls are left out. Seed 9, the negative control's, reaches
- * none of the rules' rows (26–28) in 150 schedules; in a sweep of seeds 1–5 with each row's edit made, seed 5 is the
- * first that breaks G2 with the witness check cut out (row 27, at schedule 144); rows 26 and 28 were found by none.
- * Any change to what the simulated processes do redraws every schedule, and the sweep must be run again. (Its
- * name must not say "negative control": `--simulation` leaves out every test whose name does.)
+ * `npm run mutants -- --simulation`, where negative controls are left out. Seed 9, the negative control's, finds
+ * none of the rules' rows (26–28) in 100 schedules with the row's edit made; seed 5 breaks G2 with the witness check
+ * cut out (row 27) at schedule 144, after seeds 1–4 found none in 150. Row 28 was found by none of seeds 1–6 and
+ * 10–16, row 26 by none of 10–16 (150 schedules each). Any change to what the simulated processes do redraws every
+ * schedule, and the sweep must be run again. (Its name must not say "negative control": `--simulation` leaves out
+ * every test whose name does.)
  */
 const FOCUSED_SEED = Number(process.env.SIM_CLUSTER_FOCUSED_SEED ?? 5);
 const FOCUSED_RUNS = Number(process.env.SIM_CLUSTER_FOCUSED_RUNS ?? 150);
