@@ -8,6 +8,7 @@ import { SCRIPT_NAMES } from '../../../packages/coordinator/src/scripts/scripts.
 import type { ScriptName } from '../../../packages/coordinator/src/scripts/script-results.js';
 import { Keyspace, RedisError, type KeyDump, type StoredValue } from '../../fixtures/lua-redis/keyspace.js';
 import { coordinatorScript, LuaRedis, type ScriptReply } from '../../fixtures/lua-redis/lua-redis.js';
+import { serverKeys } from '../../fixtures/lua-redis/server-keys.js';
 import { initialState, SCRIPT_CALLS, useShardId } from '../../fixtures/lua-redis/script-calls.js';
 
 // The in-process script engine (test/fixtures/lua-redis) against a real redis-server 7.0: the same scripts, from the
@@ -148,25 +149,11 @@ function storedValue(value: StoredValue): Compared {
 }
 
 async function dumpServer(conn: RespConnection): Promise<DumpedKey[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = (await conn.send('SCAN', cursor, 'COUNT', 1000)) as [string, string[]];
-    keys.push(...batch);
-    cursor = next;
-  } while (cursor !== '0');
-  const dumped: DumpedKey[] = [];
-  for (const key of [...new Set(keys)].sort()) {
-    const type = await conn.send('TYPE', key);
-    const value =
-      type === 'hash'
-        ? ['hash', ...((await conn.send('HGETALL', key)) as string[])]
-        : await conn.send('GET', key);
-    const pttl = (await conn.send('PTTL', key)) as number;
-    if (pttl === -2) continue; // expired between SCAN and now
-    dumped.push({ key, value: fromServer(value), ttl: pttl === -1 ? -1 : { ttl: pttl } });
-  }
-  return dumped;
+  return (await serverKeys(conn)).map(({ key, value, pttl }) => ({
+    key,
+    value: fromServer(value),
+    ttl: pttl === -1 ? -1 : { ttl: pttl },
+  }));
 }
 
 async function loadServer(conn: RespConnection, state: readonly KeyDump[]): Promise<void> {

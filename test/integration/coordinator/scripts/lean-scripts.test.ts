@@ -15,6 +15,7 @@ import { loadScriptSource } from '../../../../packages/coordinator/src/scripts/s
 import type { KeyDump } from '../../../fixtures/lua-redis/keyspace.js';
 import { initialState, PREFIX, token, useShardId } from '../../../fixtures/lua-redis/script-calls.js';
 import { SCRIPT_LAYOUTS } from '../../../fixtures/lua-redis/script-layouts.js';
+import { serverKeys } from '../../../fixtures/lua-redis/server-keys.js';
 
 // acquire.lua and release.lua against the scripts they replaced (issue 37, item 2: the lean scripts), on a real
 // redis-server 7.0: the same generated keyspace, the same KEYS and ARGV, run through each script in turn from a
@@ -295,25 +296,11 @@ interface Dumped {
 }
 
 async function dump(conn: RespConnection): Promise<Dumped[]> {
-  const keys = new Set<string>();
-  let cursor = '0';
-  do {
-    const [next, batch] = (await conn.send('SCAN', cursor, 'COUNT', 1000)) as [string, string[]];
-    for (const key of batch) keys.add(key);
-    cursor = next;
-  } while (cursor !== '0');
-  const dumped: Dumped[] = [];
-  for (const key of [...keys].sort()) {
-    const type = await conn.send('TYPE', key);
-    const value =
-      type === 'hash'
-        ? ['hash', ...((await conn.send('HGETALL', key)) as string[])]
-        : await conn.send('GET', key);
-    const pttl = (await conn.send('PTTL', key)) as number;
-    if (pttl === -2) continue;
-    dumped.push({ key, value: fromServer(value), ttl: pttl });
-  }
-  return dumped;
+  return (await serverKeys(conn)).map(({ key, value, pttl }) => ({
+    key,
+    value: fromServer(value),
+    ttl: pttl,
+  }));
 }
 
 /** The generated state with the case's healthy node state over it. */
